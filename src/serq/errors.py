@@ -1,0 +1,109 @@
+"""Diagnostics: every error serq reports about a user's input.
+
+A diagnostic carries a span (file, line, column), a message that says what is
+wrong, and optional ``help`` and ``note`` lines.  ``render`` prints it the way a
+compiler does::
+
+    prog.sq:3:14: error: expected `;`, found `}`
+      3 | session { end }
+        |              ^
+    help: every simple statement ends with `;`
+
+The hierarchy follows the pipeline: ``SyntaxError_`` (lexing and parsing,
+including sugar expansion), ``LinkError`` (names, constants, moments, IR
+validation) and ``RunError`` (raised by the simulator).  All derive from
+``SerqError``, which derives from ``ValueError`` so that callers written
+against pyserq (which raises ``ValueError``) keep working.
+"""
+from dataclasses import dataclass
+from typing import List, Optional
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where a node starts in the source: 1-based line and column."""
+
+    file: str
+    line: int
+    col: int
+    length: int = 1
+
+    def __str__(self) -> str:
+        return "%s:%d:%d" % (self.file, self.line, self.col)
+
+
+class SerqError(ValueError):
+    """An error in a user's program, trace or command line."""
+
+    kind = "error"
+
+    def __init__(self, message: str, span: Optional[Span] = None,
+                 help: Optional[str] = None, notes: Optional[List[str]] = None,
+                 source: Optional[str] = None):
+        super().__init__(message)
+        self.message = message
+        self.span = span
+        self.help = help
+        self.notes = list(notes or [])
+        # The text the span points into, for the caret excerpt.
+        self.source = source
+
+    def with_source(self, source: Optional[str]) -> "SerqError":
+        if self.source is None:
+            self.source = source
+        return self
+
+    def render(self) -> str:
+        lines = []
+        if self.span is not None:
+            lines.append("%s: error: %s" % (self.span, self.message))
+            excerpt = _excerpt(self.source, self.span)
+            if excerpt:
+                lines.extend(excerpt)
+        else:
+            lines.append("error: %s" % self.message)
+        for note in self.notes:
+            lines.append("note: %s" % note)
+        if self.help:
+            lines.append("help: %s" % self.help)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class SyntaxError_(SerqError):
+    """Lexing, parsing or sugar expansion failed."""
+
+
+class LinkError(SerqError):
+    """Name resolution, constant folding, moment checks or IR validation failed."""
+
+
+class RunError(SerqError):
+    """The simulation stopped on a run-time error."""
+
+
+class UsageError(SerqError):
+    """A command-line or API argument is wrong."""
+
+
+def _excerpt(source: Optional[str], span: Span) -> List[str]:
+    if source is None:
+        return []
+    text_lines = source.split("\n")
+    if not 1 <= span.line <= len(text_lines):
+        return []
+    text = text_lines[span.line - 1].rstrip("\r")
+    # Keep very long lines readable: show at most 200 characters around the caret.
+    start = 0
+    if len(text) > 200:
+        start = max(0, span.col - 100)
+        text = text[start:start + 200]
+    text = "".join(ch if ch.isprintable() or ch == "\t" else "?" for ch in text)
+    number = str(span.line)
+    pad = " " * len(number)
+    caret_col = max(0, span.col - 1 - start)
+    width = max(1, min(span.length, len(text) - caret_col))
+    prefix = "".join(ch if ch == "\t" else " " for ch in text[:caret_col])
+    return ["%s | %s" % (number, text), "%s | %s%s" % (pad, prefix, "^" * width)]
