@@ -1,0 +1,1 @@
+"""The IR (version 11): dataclasses, JSON in and out, validation."""
