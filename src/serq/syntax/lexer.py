@@ -28,9 +28,11 @@ class Token:
     value: float = 0.0
     # a note naming the use site when the token comes from a `def` expansion
     origin: object = None
+    file: str = "<text>"
+    src: object = None  # the text the token was read from
 
-    def span(self, file: str) -> Span:
-        return Span(file, self.line, self.col, max(1, len(self.text)))
+    def span(self) -> Span:
+        return Span(self.file, self.line, self.col, max(1, len(self.text)))
 
     def describe(self) -> str:
         if self.kind == EOF:
@@ -111,27 +113,24 @@ def tokenize(text: str, file: str = "<text>") -> List[Token]:
                 value = float(raw.replace("_", "") or "0")
             except (ValueError, OverflowError):
                 raise err("malformed number `%s`" % raw, line, col, len(raw))
-            toks.append(Token(NUMBER, raw, line, col, value))
+            toks.append(Token(NUMBER, raw, line, col, value, None, file, text))
             i = j
             continue
         if _is_ident_start(ch):
             j = i + 1
             while j < n and _is_ident_char(text[j]):
                 j += 1
-            toks.append(Token(IDENT, text[i:j], line, col))
+            toks.append(Token(IDENT, text[i:j], line, col, 0.0, None, file, text))
             i = j
             continue
         if ch == '"':
             j = text.find('"', i + 1)
             if j < 0:
                 # like the reference, point at the end of the input
-                end_line = line + text.count("\n", i)
-                last_nl = text.rfind("\n", i)
-                end_col = (n - (last_nl + 1) + 1) if last_nl >= 0 else (n - line_start + 1)
-                raise err("unterminated string", end_line, end_col,
+                raise err("unterminated string", line, n - line_start + 1,
                           help="the string opened at %d:%d needs a closing `\"`" % (line, col))
             body = text[i + 1:j]
-            toks.append(Token(STRING, body, line, col))
+            toks.append(Token(STRING, body, line, col, 0.0, None, file, text))
             inner = body.count("\n")
             if inner:
                 line += inner
@@ -140,11 +139,11 @@ def tokenize(text: str, file: str = "<text>") -> List[Token]:
             continue
         two = text[i:i + 2]
         if two in _TWO:
-            toks.append(Token(PUNCT, two, line, col))
+            toks.append(Token(PUNCT, two, line, col, 0.0, None, file, text))
             i += 2
             continue
         if ch in _ONE:
-            toks.append(Token(PUNCT, ch, line, col))
+            toks.append(Token(PUNCT, ch, line, col, 0.0, None, file, text))
             i += 1
             continue
         shown = ch if ch.isprintable() else repr(ch)[1:-1]
@@ -155,5 +154,5 @@ def tokenize(text: str, file: str = "<text>") -> List[Token]:
             help_ = "there is no `%` operator: write `x - n * floor(x / n)`"
         raise err("unexpected character `%s`" % shown, line, col, help=help_)
     col = i - line_start + 1
-    toks.append(Token(EOF, "", line, col))
+    toks.append(Token(EOF, "", line, col, 0.0, None, file, text))
     return toks
