@@ -1,0 +1,176 @@
+"""Constant folding: the value of an expression that reads only numbers,
+``inf``, folded ``let``s and the arithmetic functions.
+
+Used for ``let`` values and for every constant position of the language
+(``cap``, ``block``, ``fifo`` servers, ``granule``, arrival arguments, run
+settings, register initial values, aggregate counts).  The arithmetic is the
+reference's: IEEE doubles, comparisons and logic giving 0 or 1.
+"""
+import math
+from typing import Callable, Dict, Optional
+
+from ..errors import LinkError
+from ..syntax import ast
+
+
+class NotConstant(Exception):
+    """Raised with the offending node when an expression is not constant."""
+
+    def __init__(self, node, reason: str):
+        super().__init__(reason)
+        self.node = node
+        self.reason = reason
+
+
+def _pow(a: float, b: float) -> float:
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        return math.inf if a > 0 or float(b).is_integer() and b % 2 == 0 else -math.inf
+    except ValueError:
+        return math.nan
+
+
+def _div(a: float, b: float) -> float:
+    if b == 0.0:
+        if a == 0.0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def _mul(a: float, b: float) -> float:
+    return a * b
+
+
+def _ln(x: float) -> float:
+    if x == 0.0:
+        return -math.inf
+    if x < 0 or math.isnan(x):
+        return math.nan
+    return math.log(x)
+
+
+def _sqrt(x: float) -> float:
+    return math.sqrt(x) if x >= 0 else math.nan
+
+
+def _exp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _floor(x: float) -> float:
+    return x if math.isinf(x) or math.isnan(x) else float(math.floor(x))
+
+
+def _ceil(x: float) -> float:
+    return x if math.isinf(x) or math.isnan(x) else float(math.ceil(x))
+
+
+def _min(a: float, b: float) -> float:
+    # Rust's f64::min: NaN loses to a number.
+    if math.isnan(a):
+        return b
+    if math.isnan(b):
+        return a
+    return a if a <= b else b
+
+
+def _max(a: float, b: float) -> float:
+    if math.isnan(a):
+        return b
+    if math.isnan(b):
+        return a
+    return a if a >= b else b
+
+
+MATH_FUNS: Dict[str, Callable] = {
+    "min": _min, "max": _max, "abs": abs, "floor": _floor, "ceil": _ceil,
+    "sqrt": _sqrt, "exp": _exp, "ln": _ln, "pow": _pow,
+}
+MATH_ARITY = {"min": 2, "max": 2, "abs": 1, "floor": 1, "ceil": 1, "sqrt": 1,
+              "exp": 1, "ln": 1, "pow": 2}
+
+
+def binop(op: str, a: float, b: float) -> float:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return _mul(a, b)
+    if op == "/":
+        return _div(a, b)
+    if op == "^":
+        return _pow(a, b)
+    if op == "<":
+        return 1.0 if a < b else 0.0
+    if op == "<=":
+        return 1.0 if a <= b else 0.0
+    if op == ">":
+        return 1.0 if a > b else 0.0
+    if op == ">=":
+        return 1.0 if a >= b else 0.0
+    if op == "==":
+        return 1.0 if a == b else 0.0
+    if op == "!=":
+        return 1.0 if a != b else 0.0
+    raise ValueError(op)
+
+
+def fold(e: ast.Expr, lets: Dict[str, float], extra: Optional[Dict[str, float]] = None) -> float:
+    """The value of a constant expression; raises ``NotConstant`` naming the
+    first node that is not constant.  ``extra`` binds aggregate variables."""
+    t = type(e)
+    if t is ast.Num:
+        return e.value
+    if t is ast.Name:
+        if e.index is None:
+            if extra and e.name in extra:
+                return extra[e.name]
+            if e.name in lets:
+                return lets[e.name]
+            if e.name == "inf":
+                return math.inf
+        raise NotConstant(e, "`%s` is not a constant" % e.name)
+    if t is ast.Unary:
+        v = fold(e.operand, lets, extra)
+        return -v if e.op == "-" else (1.0 if v == 0.0 else 0.0)
+    if t is ast.Binary:
+        if e.op == "&&":
+            a = fold(e.left, lets, extra)
+            return 0.0 if a == 0.0 else (1.0 if fold(e.right, lets, extra) != 0.0 else 0.0)
+        if e.op == "||":
+            a = fold(e.left, lets, extra)
+            return 1.0 if a != 0.0 else (1.0 if fold(e.right, lets, extra) != 0.0 else 0.0)
+        return binop(e.op, fold(e.left, lets, extra), fold(e.right, lets, extra))
+    if t is ast.Cond:
+        c = fold(e.test, lets, extra)
+        return fold(e.then, lets, extra) if c != 0.0 else fold(e.other, lets, extra)
+    if t is ast.Call:
+        fn = MATH_FUNS.get(e.func)
+        if fn is None:
+            raise NotConstant(e, "`%s(…)` is not a constant" % e.func)
+        if len(e.args) != MATH_ARITY[e.func]:
+            raise LinkError("`%s` takes %d argument(s), got %d"
+                            % (e.func, MATH_ARITY[e.func], len(e.args)), e.span)
+        return fn(*[fold(a, lets, extra) for a in e.args])
+    if t is ast.Draw:
+        raise NotConstant(e, "a constant cannot sample")
+    if t is ast.Agg:
+        n = fold(e.count, lets, extra)
+        terms = []
+        for j in range(int(n)):
+            inner = dict(extra or {})
+            inner[e.var] = float(j)
+            terms.append(fold(e.body, lets, inner))
+        if not terms:
+            raise NotConstant(e, "an empty aggregate")
+        acc = terms[0]
+        for v in terms[1:]:
+            acc = {"max": _max, "min": _min}.get(e.kind, lambda a, b: a + b)(acc, v)
+        return acc
+    raise NotConstant(e, "not a constant")

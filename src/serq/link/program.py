@@ -1,0 +1,661 @@
+"""The linker's front door: a parsed program (kernel AST) -> the IR.
+
+Order of work (and of the errors a program with several problems sees
+first): constants and overrides, run settings, pools and stages, session
+attributes and observations, the declarations' expressions, the session
+blocks, gauges and claims, then the whole-program checks.
+"""
+import math
+from typing import Dict, List, Optional
+
+from ..errors import LinkError
+from ..ir import nodes as ir
+from ..syntax import ast
+from . import consts
+from .exprs import ExprLinker
+from .scope import SUPPLIED, Family, Scope, moment
+from .stmts import BlockLinker, Where, reads_state
+
+MAX_COUNT = 1000000
+
+
+class Overrides:
+    """What a caller replaces: ``sets`` (let name -> number or expression
+    text), ``seed``, ``horizon``, ``warmup``, ``arrivals``, ``trace``."""
+
+    def __init__(self, sets=None, seed=None, horizon=None, warmup=None, arrivals=None,
+                 trace=None):
+        self.sets = dict(sets or {})
+        self.seed = seed
+        self.horizon = horizon
+        self.warmup = warmup
+        self.arrivals = arrivals
+        self.trace = trace
+
+
+def _fmt(v: float) -> str:
+    if isinstance(v, float) and v.is_integer() and not math.isinf(v):
+        return str(int(v))
+    return str(v)
+
+
+def _fold(e: ast.Expr, scope: Scope, what: str) -> float:
+    try:
+        v = consts.fold(e, scope.lets)
+    except consts.NotConstant as nc:
+        raise LinkError("%s: %s" % (what, nc.reason) if what else nc.reason, nc.node.span,
+                        help="a constant reads numbers, `inf`, `let`s and arithmetic") from None
+    if v != v:
+        raise LinkError("%s is NaN" % what, e.span,
+                        help="a constant is a number or `inf`; `0/0` and `inf - inf` are not")
+    return v
+
+
+class Linker:
+    def __init__(self, prog: ast.Program, ov: Overrides, parse_expr=None):
+        self.prog = prog
+        self.ov = ov
+        self.parse_expr = parse_expr
+        self.scope = Scope()
+        self.ex = ExprLinker(self.scope)
+
+    # ------------------------------------------------------------- constants
+
+    def lets(self) -> None:
+        declared = [it.name for it in self.prog.items if type(it) is ast.Let]
+        for name in self.ov.sets:
+            if name not in declared:
+                raise LinkError("unknown constant `%s` in an override" % name,
+                                help="the program's constants are: %s"
+                                % (", ".join(dict.fromkeys(declared)) or "(none)"))
+        for it in self.prog.items:
+            if type(it) is not ast.Let:
+                continue
+            expr = it.value
+            if it.name in self.ov.sets:
+                expr = self._override_expr(it.name, self.ov.sets[it.name], it.span)
+            v = _fold(expr, self.scope, "`let %s`" % it.name)
+            self.scope.lets[it.name] = v
+
+    def _override_expr(self, name, value, span) -> ast.Expr:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            v = float(value)
+            if v != v:
+                raise LinkError("the override of `%s` is NaN" % name,
+                                help="a constant is a number or `inf`")
+            return ast.Num(v, span)
+        if not isinstance(value, str):
+            raise LinkError("the override of `%s` is %r, not a number or an expression"
+                            % (name, value))
+        try:
+            return ast.Num(float(value.replace("_", "")), span) if _is_number(value) else \
+                self.parse_expr(value, "--set %s" % name)
+        except LinkError:
+            raise
+
+    # --------------------------------------------------------------- settings
+
+    def run_settings(self) -> dict:
+        s = {}
+        for it in self.prog.items:
+            if type(it) is ast.RunSetting:
+                s[it.key] = (_fold(it.value, self.scope, "run: `%s`" % it.key), it.value)
+        out = {}
+        if self.ov.horizon is not None:
+            out["horizon"] = float(self.ov.horizon)
+        elif "horizon" in s:
+            out["horizon"] = s["horizon"][0]
+        else:
+            raise LinkError("no horizon (run { horizon T; })",
+                            help="add `run { horizon T; }` or pass `--horizon T`")
+        out["warmup"] = float(self.ov.warmup) if self.ov.warmup is not None else \
+            s.get("warmup", (0.0,))[0]
+        if not (0 <= out["warmup"] < out["horizon"]) or math.isinf(out["horizon"]):
+            raise LinkError("run: need 0 <= warmup < horizon, with a finite horizon "
+                            "(warmup %s, horizon %s)" % (_fmt(out["warmup"]), _fmt(out["horizon"])))
+        if self.ov.seed is not None:
+            out["seed"] = int(self.ov.seed)
+        elif "seed" in s:
+            v, node = s["seed"]
+            if not (float(v).is_integer() and 0 <= v <= 2 ** 53):
+                raise LinkError("the seed is %s: a count is a whole number from 0 to "
+                                "9007199254740992" % _fmt(v), node.span)
+            out["seed"] = int(v)
+        else:
+            out["seed"] = 1
+        arrivals = self.ov.arrivals
+        if arrivals is None and "arrivals" in s:
+            v, node = s["arrivals"]
+            if not (float(v).is_integer() and 1 <= v <= 2 ** 53):
+                raise LinkError("run: arrivals is %s: a count is a whole number from 1"
+                                % _fmt(v), node.span)
+            arrivals = int(v)
+        out["arrivals"] = arrivals
+        return out
+
+    # ------------------------------------------------------- pools and stages
+
+    def families(self) -> None:
+        npool = nstage = 0
+        for it in self.prog.items:
+            t = type(it)
+            if t is ast.PoolDecl or t is ast.StageDecl:
+                table = self.scope.pools if t is ast.PoolDecl else self.scope.stages
+                other = self.scope.stages if t is ast.PoolDecl else self.scope.pools
+                word = "pool" if t is ast.PoolDecl else "stage"
+                if it.name in table or it.name in other:
+                    first = (table.get(it.name) or other.get(it.name)).span
+                    raise LinkError("duplicate %s `%s`" % (word, it.name), it.span,
+                                    notes=["first declared at %d:%d" % (first.line, first.col)],
+                                    help="rename or remove one of the declarations")
+                if it.name in self.scope.lets:
+                    raise LinkError("`%s` is both a `let` constant and a %s" % (it.name, word),
+                                    it.span, help="give one of them another name")
+                count = it.size if it.size is not None else 1
+                if t is ast.PoolDecl:
+                    table[it.name] = Family(it.name, npool, count, it.size is not None, it.span, it)
+                    npool += count
+                else:
+                    table[it.name] = Family(it.name, nstage, count, it.size is not None, it.span,
+                                            it)
+                    nstage += count
+                    self.scope.stage_kinds.extend([it.kind] * count)
+
+    def join(self, fam_a: Family, fam_b: Family, what: str, span) -> List[int]:
+        """Member-for-member or one-for-all: for each member of ``fam_a`` the
+        member of ``fam_b`` it names."""
+        if fam_b.count == fam_a.count:
+            return [fam_b.base + i for i in range(fam_a.count)]
+        if fam_b.count == 1:
+            return [fam_b.base] * fam_a.count
+        raise LinkError("%s: a family of %d names a family of %d; families join one for one, or "
+                        "one for all" % (what, fam_a.count, fam_b.count), span)
+
+    def registers(self) -> List[ir.Register]:
+        out = []
+        for it in self.prog.items:
+            if type(it) is ast.StageDecl and it.step is not None and it.step.registers:
+                fam = self.scope.stages[it.name]
+                if it.step.iteration is None:
+                    raise LinkError("stage `%s`: a register of a stage without an `iteration` "
+                                    "body, which nothing sets" % it.name, it.step.registers[0].span,
+                                    help="add an `iteration { … }` body that sets it, or drop "
+                                    "the register")
+                if fam.array:
+                    raise LinkError("stage `%s`: registers are refused on stage arrays" % it.name,
+                                    it.step.registers[0].span)
+                for r in it.step.registers:
+                    if r.name in self.scope.registers or r.name in self.scope.lets or \
+                            r.name in SUPPLIED or r.name in self.scope.pools or \
+                            r.name in self.scope.stages:
+                        raise LinkError("register `%s`: the name is taken" % r.name, r.span)
+                    v = _fold(r.init, self.scope, "register `%s`" % r.name)
+                    if math.isinf(v):
+                        raise LinkError("register `%s` starts at %s; a register is finite"
+                                        % (r.name, v), r.init.span)
+                    self.scope.registers[r.name] = (len(out), fam.base)
+                    out.append(ir.Register(r.name, fam.base, v))
+        return out
+
+    # ------------------------------------------------------------- attributes
+
+    def attributes(self) -> None:
+        wl = self.prog.workload
+        blocks = []
+        if wl is not None:
+            blocks += [wl.init, wl.turn]
+        blocks.append(self.prog.session)
+        for b in blocks:
+            self._collect(b)
+        for name in self.scope.attrs[len(ir.BUILTIN_ATTRS):]:
+            if name in SUPPLIED:
+                raise LinkError("`%s` is a name the language supplies, read in every expression; "
+                                "a session attribute named `%s` would be read there instead"
+                                % (name, name),
+                                help="give the session attribute a name of its own")
+            if name in self.scope.lets:
+                raise LinkError("`%s` is both a `let` constant and a session attribute" % name,
+                                help="rename one of them")
+            if name in self.scope.pools or name in self.scope.stages:
+                raise LinkError("`%s` is both a %s and a session attribute" % (
+                    name, "pool" if name in self.scope.pools else "stage"),
+                    help="rename one of them")
+            if name in self.scope.registers:
+                raise LinkError("`%s` is both a register and a session attribute" % name,
+                                help="rename one of them")
+
+    def _collect(self, stmts) -> None:
+        for s in stmts:
+            t = type(s)
+            if t is ast.Set:
+                self.scope.attr(s.name)
+            elif t is ast.Choose:
+                self.scope.attr(s.var)
+            elif t is ast.Observe:
+                self.scope.observe(s.name)
+            elif t is ast.Hold:
+                self._collect(s.body)
+            elif t is ast.Branch:
+                self._collect(s.then)
+                self._collect(s.other)
+            elif t in (ast.Loop, ast.Fork):
+                self._collect(s.body)
+
+    # ------------------------------------------------------------ declarations
+
+    def pool(self, d: ast.PoolDecl, caps: List[tuple]) -> List[ir.Pool]:
+        fam = self.scope.pools[d.name]
+        ctx = "pool `%s`: " % d.name
+        cap = math.inf if d.cap is None else _fold(d.cap, self.scope, "pool `%s`: cap" % d.name)
+        if cap < 0:
+            raise LinkError(ctx + "the cap is %s; a capacity is not negative" % _fmt(cap),
+                            d.cap.span, help="write a cap of 0 or more units (or leave it out "
+                            "for an unbounded pool)")
+        block = None
+        if d.block is not None:
+            block = _fold(d.block, self.scope, "pool `%s`: block" % d.name)
+            if not block > 0 or math.isinf(block):
+                raise LinkError(ctx + "block must be positive", d.block.span)
+        admit = [None] * fam.count
+        if d.admit_via is not None:
+            sref = self.ex.ref(d.admit_via, "s", moment("Const", "`admit via`"), what="")
+            sfam = self._family_of(self.scope.stages, sref.base)
+            if d.admit_via.index is not None:
+                admit = [sref.base + int(sref.index.value)] * fam.count
+            else:
+                admit = self.join(fam, sfam, ctx + "`admit via %s`" % d.admit_via.name,
+                                  d.admit_via.span)
+            for a in set(admit):
+                if self.scope.stage_kinds[a] != "step":
+                    raise LinkError(ctx + "`admit via %s`: `%s` is a %s stage; only a step stage "
+                                    "admits a pool's queue" % (d.admit_via.name, d.admit_via.name,
+                                                               self.scope.stage_kinds[a]),
+                                    d.admit_via.span,
+                                    help="admit via a `step` stage, or drop `admit via` to admit "
+                                    "at every settle")
+            for i, a in enumerate(admit):
+                self.scope.admitted_by.setdefault(a, []).append(fam.base + i)
+        d._admit_member = admit[0] if d.admit_via is not None else None
+        out = []
+        for i in range(fam.count):
+            caps.append((cap, block))
+            p = ir.Pool(d.name, i if fam.array else None, cap, block)
+            p.reserve_held = d.reserve_held
+            p.admit_via = admit[i]
+            out.append(p)
+        return out
+
+    def pool_exprs(self, d: ast.PoolDecl, pools: List[ir.Pool]) -> None:
+        ctx = "pool `%s`: " % d.name
+        stage = getattr(d, "_admit_member", None)
+        ev = moment("Evict", "an eviction key", context=ctx)
+        for p in pools:
+            if d.evict is not None:
+                p.evict = [self.ex.expr(k, ev) for k in d.evict]
+            if d.preempt is not None:
+                vm = moment("Victim", "a preempt key", context=ctx)
+                p.preempt = [self.ex.expr(k, vm) for k in d.preempt]
+                p.preempt_tail = d.preempt_tail
+            if d.queue is not None:
+                sm = moment("Select", "a queue key", context=ctx, stage=stage)
+                p.queue = [self.ex.expr(k, sm) for k in d.queue]
+            if d.spill is not None:
+                sp = d.spill
+                to = self.ex.ref(sp.to, "p", moment("Const", "a spill tier"))
+                via = self.ex.ref(sp.via, "s", moment("Const", "a spill link"))
+                em = moment("Evict", "a spill clause", context=ctx)
+                p.spill = ir.Spill(to.base + (int(to.index.value) if to.index else 0),
+                                   via.base + (int(via.index.value) if via.index else 0),
+                                   self.ex.expr(sp.work, em), self.ex.expr(sp.when, em))
+
+    def _family_of(self, table, base: int) -> Family:
+        for fam in table.values():
+            if fam.base == base:
+                return fam
+        raise AssertionError(base)
+
+    def stage(self, d: ast.StageDecl) -> List[ir.Stage]:
+        fam = self.scope.stages[d.name]
+        ctx = "stage `%s`: " % d.name
+        out = []
+        for i in range(fam.count):
+            member = fam.base + i
+            if d.kind == "fifo":
+                n = 1.0 if d.servers is None else _fold(d.servers, self.scope, ctx + "servers")
+                if not (n >= 1 and float(n).is_integer() and not math.isinf(n)):
+                    raise LinkError(ctx + "fifo servers must be a positive integer, found %s"
+                                    % _fmt(n), d.servers.span)
+                kind = ir.Fifo(int(n))
+            elif d.kind == "ps":
+                kind = ir.Ps(self.ex.expr(d.capacity, moment(
+                    "Ps", "a ps stage's capacity", context=ctx, stage=member)))
+            elif d.kind == "delay":
+                kind = ir.Delay()
+            else:
+                kind = self.step(d, fam, member, ctx)
+            out.append(ir.Stage(d.name, kind, i if fam.array else None))
+        return out
+
+    def step(self, d: ast.StageDecl, fam: Family, member: int, ctx: str) -> ir.Step:
+        o = d.step
+        bm = moment("Budget", "a step stage's budget", context=ctx, stage=member)
+        budget = ir.Num(math.inf) if o.budget is None else self.ex.expr(o.budget, bm)
+        chunk = ir.Num(0.0) if o.chunk is None else self.ex.expr(
+            o.chunk, bm.replace(name="a step stage's chunk"))
+        cost = self.ex.expr(o.cost, moment("Step", "a step stage's cost", context=ctx,
+                                           stage=member))
+        granule = None
+        if o.granule is not None:
+            g = _fold(o.granule, self.scope, ctx + "granule")
+            if not g > 0:
+                raise LinkError(ctx + "granule %s: a granule is above 0" % _fmt(g),
+                                o.granule.span)
+            if o.serve == "exclusive":
+                raise LinkError(ctx + "granule with serve exclusive prefill: a prefill the "
+                                "granule refuses would still block every decode, and the "
+                                "engine would stop", o.granule.span)
+            if o.chunk is not None:
+                try:
+                    c = consts.fold(o.chunk, self.scope.lets)
+                except consts.NotConstant:
+                    c = None
+                if c is not None and 0 < c < g:
+                    raise LinkError(ctx + "granule %s with chunk %s: a prompt longer than the "
+                                    "chunk would never get a token" % (_fmt(g), _fmt(c)),
+                                    o.granule.span)
+            granule = ir.Num(g)
+        sm = moment("Serve", "a serve key", context=ctx, stage=member)
+        if o.serve == "exclusive":
+            serve = "ExclusivePrefill"
+            if o.iteration is not None:
+                raise LinkError(ctx + "an `iteration` body cannot go with `serve exclusive "
+                                "prefill`", d.span)
+        else:
+            serve = [self.ex.expr(k, sm) for k in o.serve]
+        memory = None
+        if o.memory is not None:
+            pref = self.ex.ref(o.memory, "p", moment("Const", "`memory`"))
+            if o.memory.index is not None:
+                memory = pref.base + int(pref.index.value)
+            else:
+                pfam = self._family_of(self.scope.pools, pref.base)
+                memory = self.join(fam, pfam, ctx + "`memory %s`" % o.memory.name,
+                                   o.memory.span)[member - fam.base]
+        iteration = None
+        if o.iteration is not None:
+            pm = moment("Plan", "an iteration body", context=ctx, stage=member)
+            iteration = [self.istmt(s, pm, sm, member) for s in o.iteration]
+            if not _serves(o.iteration):
+                raise LinkError(ctx + "an `iteration` body with a path that neither serves nor "
+                                "admits", d.span, help="end every path with `serve` or `admit`")
+        return ir.Step(budget, cost, chunk, granule, serve, memory, iteration)
+
+    def istmt(self, s, pm, sm, member):
+        t = type(s)
+        om = moment("Only", "an `only` predicate", context=pm.context, stage=member)
+        if t is ast.IServe:
+            return ir.IServe(None if s.only is None else self.ex.expr(s.only, om),
+                             None if s.by is None else [self.ex.expr(k, sm) for k in s.by])
+        if t is ast.IAdmit:
+            return ir.IAdmit(None if s.only is None else self.ex.expr(s.only, om),
+                             None if s.gate is None else self.ex.expr(s.gate, pm))
+        if t is ast.IBranch:
+            return ir.IBranch(self.ex.expr(s.test, pm),
+                              [self.istmt(x, pm, sm, member) for x in s.then],
+                              [self.istmt(x, pm, sm, member) for x in s.other])
+        reg = self.scope.registers.get(s.register)
+        if reg is None or reg[1] != member:
+            raise LinkError(pm.context + "`set %s` in its iteration: not one of its registers"
+                            % s.register, s.span,
+                            help="declare it with `state %s = 0;` in the stage" % s.register)
+        return ir.ISet(reg[0], self.ex.expr(s.value, pm))
+
+    # ---------------------------------------------------------------- workload
+
+    def arrival(self) -> ir.Arrival:
+        wl = self.prog.workload
+        if wl is None or wl.arrive is None or wl.arrive.kind == "none":
+            return ir.Arrival("None")
+        a = wl.arrive
+        if a.kind == "poisson":
+            v = _fold(a.arg, self.scope, "`arrive poisson`")
+            if not (v > 0 and not math.isinf(v)):
+                raise LinkError("the rate is %s; a rate must be positive and finite" % _fmt(v),
+                                a.arg.span)
+            return ir.Arrival("Poisson", v)
+        if a.kind == "renewal":
+            e = self.ex.expr(a.arg, moment("Renewal", "a renewal arrival's gap"))
+            try:
+                v = consts.fold(a.arg, self.scope.lets)
+            except consts.NotConstant:
+                v = None
+            if v is not None and not v > 0:
+                raise LinkError("`arrive renewal(%s)`: an interarrival time must be positive"
+                                % _fmt(v), a.arg.span)
+            return ir.Arrival("Renewal", e)
+        v = _fold(a.arg, self.scope, "`arrive %s`" % a.kind)
+        if not (float(v).is_integer() and 1 <= v <= MAX_COUNT):
+            raise LinkError("the %s population is %s: a count is a whole number from 1 to %d"
+                            % ("closed" if a.kind == "closed" else "batch", _fmt(v), MAX_COUNT),
+                            a.arg.span)
+        return ir.Arrival("Closed" if a.kind == "closed" else "Batch", int(v))
+
+    # ---------------------------------------------------------------- the whole
+
+    def link(self) -> ir.Program:
+        self.lets()
+        settings = self.run_settings()
+        self.families()
+        registers = self.registers()
+        self.attributes()
+        pools: List[ir.Pool] = []
+        caps: List[tuple] = []
+        stages: List[ir.Stage] = []
+        decls = []
+        for it in self.prog.items:
+            if type(it) is ast.PoolDecl:
+                decls.append((it, self.pool(it, caps)))
+                pools.extend(decls[-1][1])
+        for it in self.prog.items:
+            if type(it) is ast.StageDecl:
+                stages.extend(self.stage(it))
+        self.hidden()
+        for d, ps in decls:
+            self.pool_exprs(d, ps)
+        arrival = self.arrival()
+        if settings["arrivals"] is not None and arrival.kind not in ("Poisson", "Renewal"):
+            raise LinkError("run: arrivals applies only to poisson or renewal workloads")
+        blocks: List[List[ir.Stmt]] = []
+        bl = BlockLinker(self.ex, blocks)
+        bl.pool_caps = caps
+        bl.pending_release = []
+        wl = self.prog.workload
+        for b in ((wl.init, "init") if wl else ([], "init"), (wl.turn, "turn") if wl else ([], "turn")):
+            for s in b[0]:
+                if type(s) not in (ast.Set, ast.Observe):
+                    raise LinkError("workload blocks may only `set` and `observe`", s.span)
+            bl.block(b[0], Where())
+        self._lint_stale_sets()
+        bl.block(self.prog.session, Where())
+        bl.finish()
+        if bl.forks and not bl.joins:
+            raise LinkError("the program forks but never joins", bl.forks[0].span,
+                            help="write `join;` where the session waits for its legs")
+        if bl.joins and not bl.forks:
+            raise LinkError("the program joins but never forks", bl.joins[0].span,
+                            help="remove the `join`, or `fork { … }` before it")
+        share = self.share(bl, stages)
+        gauges = self.gauges()
+        claims = self.claims()
+        trace = self.ov.trace if self.ov.trace is not None else (wl.trace if wl else None)
+        hidden = sorted(self.scope.attr_slots[n] for n in self.scope.hidden)
+        return ir.Program(
+            attrs=list(self.scope.attrs), observes=list(self.scope.observes), pools=pools,
+            stages=stages, arrival=arrival, blocks=blocks, horizon=settings["horizon"],
+            warmup=settings["warmup"], seed=settings["seed"], arrivals=settings["arrivals"],
+            trace=trace, trace_ordered=bool(wl and wl.trace_ordered), hidden=hidden,
+            share=share, gauges=gauges, claims=claims, registers=registers)
+
+    def hidden(self) -> None:
+        wl = self.prog.workload
+        if wl is None:
+            return
+        for name, span in wl.hidden:
+            if name in ("cached", "computed"):
+                raise LinkError("`%s` cannot be hidden: the scheduler sets it" % name, span)
+            if name not in self.scope.attr_slots:
+                raise LinkError("hidden `%s`: no `set` or `choose` makes it a session attribute"
+                                % name, span)
+            self.scope.hidden[name] = span
+
+    def _lint_stale_sets(self) -> None:
+        stale: Dict[str, tuple] = {}
+
+        def scan(stmts):
+            for s in stmts:
+                t = type(s)
+                if t is ast.Set:
+                    r = reads_state(s.value)
+                    if r:
+                        stale[s.name] = (r, s)
+                    else:
+                        stale.pop(s.name, None)
+                elif t is ast.Hold:
+                    for hp in s.pools:
+                        for e in (hp.units, hp.reserve, s.reuse):
+                            for n in _names(e):
+                                if n in stale:
+                                    r, st = stale[n]
+                                    raise LinkError(
+                                        "`%s` reads %s when the session reaches the `set`, and a "
+                                        "hold's header reads `%s` at every admission attempt, "
+                                        "when that value is stale" % (n, r, n), st.span,
+                                        help="bind it where it is read: `at admission (%s = …)`"
+                                        % n)
+                    scan(s.body)
+                elif t is ast.Branch:
+                    scan(s.then)
+                    scan(s.other)
+                elif t in (ast.Loop, ast.Fork):
+                    scan(s.body)
+        scan(self.prog.session)
+
+    def share(self, bl: BlockLinker, stages: List[ir.Stage]) -> Optional[str]:
+        shared = set()
+        for s, r in bl.shared_runs:
+            if r.also:
+                for n, ref in zip(s.stages, [r.stage] + r.also):
+                    for k in range(ref.base, ref.base + ref.count):
+                        kind = stages[k].kind
+                        if type(kind) is not ir.Ps or type(kind.capacity) is not ir.Num or \
+                                not kind.capacity.value > 0:
+                            raise LinkError("stage `%s` is held with another stage by one run, "
+                                            "so its capacity is shared: it must be `ps(φ)` with a "
+                                            "constant φ above 0" % n.name, n.span)
+                        shared.add(k)
+        for s, r in bl.shared_runs:
+            if r.stage.base in shared and (r.mode != "Plain" or r.growing is not None):
+                raise LinkError("a run on a shared stage is plain: no modes, no `growing`", s.span)
+        decls = [it for it in self.prog.items if type(it) is ast.ShareDecl]
+        if len(decls) > 1:
+            raise LinkError("`share` twice: a program shares its stages one way", decls[1].span)
+        if shared and not decls:
+            raise LinkError("a run over several stages needs the program's `share` policy",
+                            help="add `share maxmin;` or `share bottleneck;`")
+        if decls and not shared:
+            raise LinkError("`share` without a run over several stages", decls[0].span,
+                            help="remove the `share` line")
+        if not decls:
+            return None
+        return "MaxMin" if decls[0].policy == "maxmin" else "Bottleneck"
+
+    def gauges(self) -> List[ir.Gauge]:
+        out = []
+        seen = set()
+        for it in self.prog.items:
+            if type(it) is not ast.GaugeDecl:
+                continue
+            if it.name in seen:
+                raise LinkError("gauge `%s`: declared twice" % it.name, it.span)
+            if it.name in self.scope.obs_index:
+                raise LinkError("gauge `%s`: an `observe` has the same name; one name would be "
+                                "two statistics" % it.name, it.span)
+            seen.add(it.name)
+            m = moment("Gauge", "a gauge", context="gauge `%s`: " % it.name)
+            out.append(ir.Gauge(it.name, self.ex.expr(it.expr, m)))
+        return out
+
+    def claims(self) -> List[ir.Claim]:
+        out = []
+        seen = set()
+        for it in self.prog.items:
+            if type(it) is not ast.ClaimDecl:
+                continue
+            ctx = "claim `%s`: " % it.name
+            if it.name in seen:
+                raise LinkError(ctx + "declared twice", it.span)
+            seen.add(it.name)
+            given = None
+            if it.given is not None:
+                given = self.ex.expr(it.given, moment("Given", "a claim's `given`", context=ctx))
+            if it.kind == "at_end":
+                e = self.ex.expr(it.expr, moment("End", "a claim `at end`", context=ctx))
+                out.append(ir.Claim(it.name, "AtEnd", e, None, given))
+                continue
+            ref = self.ex.ref(it.stage, "s", moment("Const", "a claim's stage", context=ctx))
+            member = ref.base + (int(ref.index.value) if ref.index is not None else 0)
+            if self.scope.stage_kinds[member] != "step":
+                raise LinkError(ctx + "stage `%s` is not a `step` stage" % it.stage.name,
+                                it.stage.span)
+            e = self.ex.expr(it.expr, moment("Iteration", "an iteration claim", context=ctx,
+                                              stage=member))
+            out.append(ir.Claim(it.name, "EveryIteration" if it.kind == "every"
+                                else "SomeIteration", e, member, given))
+        return out
+
+
+def _serves(body) -> bool:
+    """True when every path through an iteration body serves or admits."""
+    for s in body:
+        t = type(s)
+        if t in (ast.IServe, ast.IAdmit):
+            return True
+        if t is ast.IBranch and _serves(s.then) and _serves(s.other):
+            return True
+    return False
+
+
+def _names(e) -> List[str]:
+    if e is None:
+        return []
+    t = type(e)
+    if t is ast.Name:
+        return [e.name] + _names(e.index)
+    out = []
+    for child in ("left", "right", "operand", "test", "then", "other", "body", "count"):
+        c = getattr(e, child, None)
+        if c is not None and not isinstance(c, list):
+            out += _names(c)
+    for a in getattr(e, "args", []) or []:
+        out += _names(a)
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace("_", ""))
+        return text.strip() == text and text != ""
+    except ValueError:
+        return False
+
+
+def link(prog: ast.Program, overrides: Optional[Overrides] = None, parse_expr=None) -> ir.Program:
+    """Link a parsed program into IR.  Raises ``LinkError`` (with the program's
+    source attached for the caret excerpt)."""
+    try:
+        return Linker(prog, overrides or Overrides(), parse_expr).link()
+    except LinkError as e:
+        e.with_source(prog.source)
+        if e.span is not None and e.span.file == prog.file:
+            e.source = prog.source
+        raise

@@ -1,0 +1,347 @@
+"""Statements: the session program -> the IR's block arena.
+
+Blocks are numbered in pre-order, as the reference numbers them: a block
+takes the next index when it is entered, then its statements' nested blocks
+take theirs in statement order (a hold's body, a branch's then and else, a
+loop's or a fork's body).
+"""
+from dataclasses import dataclass, field
+from typing import List, Optional
+
+from ..errors import LinkError
+from ..ir import nodes as ir
+from ..syntax import ast
+from . import consts
+from .exprs import ExprLinker
+from .scope import Moment, moment
+
+
+@dataclass
+class HoldFrame:
+    refs: List[ir.Ref]
+    cache: bool
+    lease: Optional[ir.Ref]
+
+
+@dataclass
+class Where:
+    """The static context of a statement."""
+    holds: List[HoldFrame] = field(default_factory=list)
+    in_fork: bool = False
+
+
+def _const(e: ast.Expr, lets) -> Optional[float]:
+    try:
+        return consts.fold(e, lets)
+    except consts.NotConstant:
+        return None
+    except LinkError:
+        return None
+
+
+class BlockLinker:
+    def __init__(self, ex: ExprLinker, blocks: List[List[ir.Stmt]]):
+        self.ex = ex
+        self.scope = ex.scope
+        self.blocks = blocks
+        self.session_m = moment("Session", "a session statement")
+        self.leased: List[ir.Ref] = []  # every pool reference some hold leases
+        self.forks = []
+        self.joins = []
+        self.shared_runs: List[tuple] = []  # (Run ast, ir.Run)
+
+    # ------------------------------------------------------------------ blocks
+
+    def block(self, stmts: List[ast.Stmt], where: Where) -> int:
+        index = len(self.blocks)
+        self.blocks.append([])
+        out = []
+        for s in stmts:
+            out.append(self.stmt(s, where))
+        self.blocks[index] = out
+        return index
+
+    def stmt(self, s: ast.Stmt, where: Where) -> ir.Stmt:
+        t = type(s)
+        m = self.session_m
+        if t is ast.Set:
+            return ir.Set(self.scope.attr(s.name), self.ex.expr(s.value, m))
+        if t is ast.Observe:
+            return ir.Observe(self.scope.observe(s.name), self.ex.expr(s.value, m))
+        if t is ast.Run:
+            return self.run(s, where)
+        if t is ast.Hold:
+            return self.hold(s, where)
+        if t is ast.Branch:
+            return self.branch(s, where)
+        if t is ast.Turn:
+            if where.in_fork:
+                raise LinkError("`turn` in a fork leg: a leg does not take turns", s.span,
+                                help="take the turn in the session, after the `join`")
+            return ir.Turn()
+        if t is ast.End:
+            if where.in_fork:
+                raise LinkError("`end` in a fork leg: a leg ends when its block runs out",
+                                s.span, help="leave the leg's block instead")
+            return ir.End()
+        if t is ast.Loop:
+            if not lets_time_pass(s.body, self.scope.lets):
+                raise LinkError("a `loop` must let time pass on every path through its body: "
+                                "reach a `run` of positive work, a `hold` whose body does, or "
+                                "`end`", s.span,
+                                help="put a `run` on every path, or leave with `end`")
+            return ir.Loop(self.block(s.body, where))
+        if t is ast.Choose:
+            slot = self.scope.attr(s.var)
+            return ir.Choose(slot, self.ex.expr(s.count, m),
+                             [self.ex.expr(k, m) for k in s.keys])
+        if t is ast.Fork:
+            if where.in_fork:
+                raise LinkError("`fork` in a fork leg: legs do not fork", s.span)
+            for frame in where.holds:
+                for ref in frame.refs:
+                    if self._may_preempt(ref):
+                        raise LinkError("`fork` inside a hold on a pool that may preempt: the "
+                                        "hold runs again from its start and forks a second leg",
+                                        s.span)
+            self.forks.append(s)
+            return ir.Fork(self.block(s.body, Where(holds=[], in_fork=True)))
+        if t is ast.Join:
+            if where.in_fork:
+                raise LinkError("`join` in a fork leg: only the session joins its legs", s.span)
+            self.joins.append(s)
+            return ir.Join()
+        if t in (ast.Grow, ast.Load):
+            ref = self.ex.ref(s.ref, "p", m)
+            word = "grow" if t is ast.Grow else "load"
+            self._inside_hold(ref, s, word, where)
+            amount = self.ex.expr(s.amount, m)
+            self._amount(s.amount, "`%s %s`" % (word, s.ref.name))
+            return (ir.Grow if t is ast.Grow else ir.Load)(ref, amount)
+        if t is ast.Drop:
+            return ir.Drop(self.ex.ref(s.ref, "p", m))
+        if t is ast.Release:
+            ref = self.ex.ref(s.ref, "p", m)
+            self.pending_release.append((ref, s, [f.refs for f in where.holds]))
+            return ir.Release(ref)
+        raise LinkError("unexpected statement", getattr(s, "span", None))
+
+    pending_release: List[tuple]
+
+    def finish(self) -> None:
+        """Checks that need the whole session (releases of leases)."""
+        for ref, s, frames in self.pending_release:
+            if any(ref == r for refs in frames for r in refs):
+                continue
+            if any(ref == r for r in self.leased):
+                continue
+            raise LinkError("`release %s` outside a hold of `%s`, and no hold leases it"
+                            % (s.ref.name, s.ref.name), s.span,
+                            help="write `release` inside the hold, or lease the pool with "
+                            "`lease %s (t)` after the hold" % s.ref.name)
+
+    # --------------------------------------------------------------- helpers
+
+    def _may_preempt(self, ref: ir.Ref) -> bool:
+        decl = self.ex.pool_decl(ref)
+        return decl.preempt is not None
+
+    def _inside_hold(self, ref: ir.Ref, s, word: str, where: Where) -> None:
+        for frame in where.holds:
+            if any(ref == r for r in frame.refs):
+                return
+        raise LinkError("`%s %s` outside a hold of `%s`: it acts on an enclosing hold's "
+                        "allocation" % (word, s.ref.name, s.ref.name), s.span,
+                        help="put it inside `hold %s (…) { … }`, naming the pool the same way"
+                        % s.ref.name)
+
+    def _amount(self, e: ast.Expr, what: str) -> None:
+        v = _const(e, self.scope.lets)
+        if v is not None and (v != v or v < 0):
+            raise LinkError("%s: an amount of units, tokens or seconds is a number, and not "
+                            "negative; this one is %s" % (what, v), e.span)
+
+    # ------------------------------------------------------------ statements
+
+    def run(self, s: ast.Run, where: Where) -> ir.Run:
+        m = self.session_m
+        refs = [self.ex.ref(n, "s", m) for n in s.stages]
+        first = refs[0]
+        kinds = self.scope.stage_kinds[first.base:first.base + first.count]
+        is_step = kinds[0] == "step"
+        name = s.stages[0].name
+        if len(refs) == 1:
+            if s.mode != "plain" and not is_step:
+                raise LinkError("`prefill`/`decode` are required on a step stage and not allowed "
+                                "elsewhere: `%s` is a %s stage" % (name, kinds[0]), s.span,
+                                help="write `run %s (work)`" % name)
+            if s.mode == "plain" and is_step:
+                raise LinkError("`prefill`/`decode` are required on a step stage and not allowed "
+                                "elsewhere: `%s` is a step stage" % name, s.span,
+                                help="write `run %s prefill (tokens)` or `run %s decode (tokens)`"
+                                % (name, name))
+        growing = None
+        if s.growing is not None:
+            if not is_step or len(refs) > 1:
+                raise LinkError("`growing` needs a step stage", s.growing.span)
+            growing = self.ex.ref(s.growing, "p", m)
+            self._inside_hold(growing, type("G", (), {"ref": s.growing})(), "growing", where)
+        work = self.ex.expr(s.work, m)
+        self._amount(s.work, "`run %s`" % name)
+        out = ir.Run(first, {"plain": "Plain", "prefill": "Prefill", "decode": "Decode"}[s.mode],
+                     work, growing, refs[1:])
+        if len(refs) > 1:
+            seen = set()
+            for n, r in zip(s.stages, refs):
+                if r.base in seen:
+                    raise LinkError("stage `%s` is named twice in one run" % n.name, n.span)
+                seen.add(r.base)
+        self.shared_runs.append((s, out))
+        return out
+
+    def hold(self, s: ast.Hold, where: Where) -> ir.Hold:
+        pools = []
+        refs = []
+        for hp in s.pools:
+            ref = self.ex.ref(hp.ref, "p", self.session_m)
+            for r in refs:
+                if r.base == ref.base and r.index == ref.index:
+                    raise LinkError("a hold takes `%s` twice; hold it once, with the units (and "
+                                    "any reserve) added" % hp.ref.name, hp.ref.span)
+            refs.append(ref)
+        admit_stage = self._admit_stage(refs[0])
+        am = moment("Admit", "a hold's header", stage=admit_stage)
+        for hp, ref in zip(s.pools, refs):
+            units = self.ex.expr(hp.units, am.replace(name="a hold's units"))
+            reserve = None
+            if hp.reserve is not None:
+                reserve = self.ex.expr(hp.reserve, am.replace(name="a hold's reserve"))
+            self._amount(hp.units, "`hold %s`" % hp.ref.name)
+            self._fit(hp, ref)
+            pools.append(ir.HoldPool(ref, units, reserve))
+        reuse = None
+        if s.reuse is not None:
+            if s.cache is None:
+                raise LinkError("`reuse` on a hold on `%s` that has no `cache` clause: nothing is "
+                                "reused without a cache" % s.pools[0].ref.name, s.reuse.span,
+                                help="add `cache (…)` after the hold's body, or drop `reuse`")
+            reuse = self.ex.expr(s.reuse, am.replace(name="a hold's reuse"))
+        lease = None
+        lease_ref = None
+        if s.lease is not None:
+            lease_ref = self.ex.ref(s.lease.ref, "p", self.session_m)
+            if not any(lease_ref == r for r in refs):
+                raise LinkError("`lease %s`: the hold does not take that pool" % s.lease.ref.name,
+                                s.lease.ref.span,
+                                help="lease one of the hold's own pools, written as the hold "
+                                "writes it")
+            self.leased.append(lease_ref)
+        frame = HoldFrame(refs, s.cache is not None, lease_ref)
+        inner = Where(holds=where.holds + [frame], in_fork=where.in_fork)
+        body = self.block(s.body, inner)
+        cache = None if s.cache is None else self.ex.expr(s.cache, self.session_m)
+        if s.lease is not None:
+            lease = (lease_ref, self.ex.expr(s.lease.time, self.session_m))
+        return ir.Hold(pools, reuse, body, cache, lease)
+
+    def _admit_stage(self, ref: ir.Ref) -> Optional[int]:
+        decl = self.ex.pool_decl(ref)
+        return getattr(decl, "_admit_member", None)
+
+    def _fit(self, hp: ast.HoldPool, ref: ir.Ref) -> None:
+        units = _const(hp.units, self.scope.lets)
+        reserve = _const(hp.reserve, self.scope.lets) if hp.reserve is not None else None
+        if units is None or (hp.reserve is not None and reserve is None):
+            return
+        need = units if reserve is None else max(units, reserve)
+        caps = self.scope_pool_caps(ref)
+        fits = False
+        for cap, block in caps:
+            rounded = need if not block else -(-need // block) * block
+            if rounded <= cap + 1e-9:
+                fits = True
+        if not fits:
+            cap, block = caps[0]
+            rounded = need if not block else -(-need // block) * block
+            raise LinkError("`hold %s (%s)` can never fit: it needs %s unit(s) (%s in whole "
+                            "blocks) and the pool holds %s" % (
+                                hp.ref.name, _fmt(units), _fmt(need), _fmt(rounded), _fmt(cap)),
+                            hp.span, help="raise the pool's `cap` or lower the request")
+
+    def scope_pool_caps(self, ref: ir.Ref):
+        out = []
+        for fam in self.scope.pools.values():
+            if fam.base == ref.base:
+                for i in range(fam.count):
+                    out.append(self.pool_caps[fam.base + i])
+        return out
+
+    pool_caps: List[tuple]
+
+    def branch(self, s: ast.Branch, where: Where) -> ir.Branch:
+        v = _const(s.test, self.scope.lets)
+        if v is not None and v not in (0.0, 1.0):
+            if 0.0 < v < 1.0:
+                raise LinkError("`branch (%s)`: a constant guard strictly between 0 and 1 is "
+                                "always an error at run time" % _fmt(v), s.test.span,
+                                help="a draw is written `branch with (%s)`" % _fmt(v))
+            raise LinkError("`branch (%s)`: the guard is %s, not 0 or 1" % (_fmt(v), _fmt(v)),
+                            s.test.span, help="a test reads 1 or 0")
+        test = self.ex.expr(s.test, self.session_m)
+        then = self.block(s.then, where)
+        other = self.block(s.other, where)
+        return ir.Branch(test, then, other)
+
+
+def lets_time_pass(stmts: List[ast.Stmt], lets) -> bool:
+    """True when every path through ``stmts`` reaches a ``run`` of work not a
+    constant <= 0, a ``hold`` whose body does, or ``end``."""
+    for s in stmts:
+        t = type(s)
+        if t is ast.End:
+            return True
+        if t is ast.Run:
+            v = _const(s.work, lets)
+            if v is None or v > 0:
+                return True
+        elif t is ast.Hold:
+            if lets_time_pass(s.body, lets):
+                return True
+        elif t is ast.Branch:
+            if lets_time_pass(s.then, lets) and lets_time_pass(s.other, lets):
+                return True
+        elif t is ast.Loop:
+            return True
+    return False
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "?"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return repr(v)
+
+
+def reads_state(e) -> Optional[str]:
+    """The first live-state query an AST expression reads (for the stale-set lint)."""
+    t = type(e)
+    if t is ast.Call:
+        if e.func in ("used", "free", "cachedin", "holders", "queued", "queue", "busy", "work",
+                      "budget_left", "est_lambda", "est_rho", "est_wait", "price"):
+            arg = e.args[0] if e.args else None
+            return "%s(%s)" % (e.func, arg.name if type(arg) is ast.Name else "…")
+        for a in e.args:
+            r = reads_state(a)
+            if r:
+                return r
+        return None
+    if t is ast.Name:
+        return "now" if e.name == "now" else None
+    for child in ("left", "right", "operand", "test", "then", "other", "body"):
+        c = getattr(e, child, None)
+        if c is not None and not isinstance(c, list):
+            r = reads_state(c)
+            if r:
+                return r
+    return None
