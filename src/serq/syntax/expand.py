@@ -26,7 +26,7 @@ exclusive prefill only memory state iteration arrive poisson renewal closed batc
 trace ordered init turn hidden set observe end join hold reuse at cache lease grow
 load drop release branch with else loop choose in fork mark tool transfer on growing
 from to while request nic pull push latency maxmin bottleneck every some of given
-horizon warmup seed arrivals
+horizon warmup seed arrivals link
 """
 _FUNCS = """
 min max abs floor ceil sqrt exp ln pow queue busy work used free cachedin holders
@@ -202,6 +202,11 @@ def names_read(s, out: PySet[str]) -> None:
         if s.lease is not None:
             _expr_names(s.lease.ref, out)
             _expr_names(s.lease.time, out)
+    bound = getattr(s, "bound_names", None)
     for f in ("body", "then", "other"):
+        inner: PySet[str] = set()
         for sub in getattr(s, f, None) or []:
-            names_read(sub, out)
+            names_read(sub, inner)
+        if bound:
+            inner -= set(bound)
+        out |= inner

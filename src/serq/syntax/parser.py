@@ -8,6 +8,7 @@ folded.  Every error is a ``SyntaxError_`` with a span.
 """
 import copy
 import os
+import sys
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import Span, SyntaxError_
@@ -229,8 +230,10 @@ class Parser:
         for name in self.defs_override:
             if name not in self.defs:
                 known = ", ".join(prog.expr_defs) or "none"
-                raise SyntaxError_("`--def %s`: the program has no definition `%s`" % (name, name), None,
-                                   help="the expression definitions are: %s" % known, source=self.text)
+                shown = "%s=%s" % (name, self.defs_override[name])
+                raise SyntaxError_("`--def %s`: the program has no definition `%s`" % (name, name),
+                                   Span("--def", 1, 1, len(name)),
+                                   help="the expression definitions are: %s" % known, source=shown)
 
     requests: List[_Request] = []
 
@@ -917,7 +920,7 @@ class Parser:
             ref = self.parse_ref("a pool name")
             self.expect(";")
             out.append((ast.Drop if w == "drop" else ast.Release)(ref, sp))
-        elif w == "run" and not (nxt.kind == PUNCT and nxt.text == "{"):
+        elif w == "run":
             self.next()
             stages = [self.parse_ref("a stage name")]
             while self.accept(","):
@@ -1031,7 +1034,11 @@ class Parser:
                 names_read(s, read)
             sets = [ast.Set(n, copy.deepcopy(v), bsp) for n, v, bsp in bindings if n in read]
             body = sets + body
-        return ast.Hold(pools, reuse, body, cache, lease, sp)
+        hold = ast.Hold(pools, reuse, body, cache, lease, sp)
+        # names this hold binds: an enclosing hold's binding of the same
+        # name is not what its body reads
+        hold.bound_names = [n for n, _, _ in bindings]
+        return hold
 
     # ------------------------------------------------------------ serving forms
 
@@ -1152,9 +1159,9 @@ class Parser:
                         t.text in STATE_FUNCS and i + 1 < len(a) and a[i + 1].text == "("))
                     if live:
                         what = "now" if t.text == "now" else "%s(…)" % t.text
-                        raise self.error("an argument of `%s` reads `%s`, which changes while statements "
-                                         "run: the body would read it where it reads the parameter, not here"
-                                         % (info.name, what), name_tok,
+                        raise self.error("the argument for `%s` of `%s` reads `%s`, which changes while "
+                                         "statements run: the body would read it where it reads the "
+                                         "parameter, not here" % (p, info.name, what), name_tok,
                                          help="`set` the value into an attribute first and pass the attribute")
         env: Dict[str, List[Token]] = {}
         for p, a in zip(info.params, args):
@@ -1179,7 +1186,11 @@ class Parser:
 
     def run_expansion(self, toks: List[Token], name_tok: Token, info: DefInfo, fn):
         end_tok = self.toks[self.pos - 1] if self.pos > 0 else name_tok
-        eof = Token(EOF, "", end_tok.line, end_tok.col, 0.0, None, end_tok.file, end_tok.src)
+        if toks and toks[-1].file.startswith("--def"):
+            last = toks[-1]  # an override's body: point just after it
+            eof = Token(EOF, "", last.line, last.col + len(last.text), 0.0, None, last.file, last.src)
+        else:  # like the reference: the use site's closing parenthesis
+            eof = Token(EOF, "", end_tok.line, end_tok.col, 0.0, None, end_tok.file, end_tok.src)
         saved = (self.toks, self.pos)
         self.toks, self.pos = toks + [eof], 0
         note = "in the expansion of `%s` used at %s:%d:%d" % (info.name, name_tok.file, name_tok.line, name_tok.col)
@@ -1350,6 +1361,9 @@ def parse_program(text: str, file: str = "<text>", *, defs: Optional[Dict[str, s
                   sets: Optional[Dict[str, object]] = None, from_text: bool = False) -> ast.Program:
     """Parse ``text`` into a kernel ``ast.Program`` with all sugar expanded."""
     p = Parser(text, file, defs, sets, from_text)
+    old_limit = sys.getrecursionlimit()
+    # MAX_DEPTH levels of nesting take about 12 frames each
+    sys.setrecursionlimit(max(old_limit, MAX_DEPTH * 20 + 1000))
     try:
         return p.parse()
     except SyntaxError_:
@@ -1358,3 +1372,5 @@ def parse_program(text: str, file: str = "<text>", *, defs: Optional[Dict[str, s
         t = p.peek() if p.toks else None
         span = t.span() if t is not None else Span(file, 1, 1)
         raise SyntaxError_("the program nests too deeply", span, source=text)
+    finally:
+        sys.setrecursionlimit(old_limit)
