@@ -1,0 +1,1 @@
+"""The simulator: random streams, distributions, events and the interpreter."""

@@ -1,0 +1,590 @@
+"""Random streams, bit-identical to serQ 0.1.3 (``pyserq.Rng``).
+
+serQ draws every random number from rand 0.9's ``StdRng`` created with
+``SeedableRng::seed_from_u64``.  That generator is ChaCha with 12 rounds
+(rand_chacha), keyed by eight PCG32 outputs of the 64-bit seed (rand_core's
+``seed_from_u64``), with a 64-bit block counter starting at 0 and a zero
+stream id.  The generator is, observably, one continuous stream of 32-bit
+words, block after block:
+
+* ``next_u32`` is the next word;
+* ``next_u64`` is the next two words, the first one the low half (also when
+  the pair straddles rand_chacha's four-block buffer);
+* ``random_f64`` is ``(next_u64 >> 11) * 2**-53``;
+* ``range_u32``/``range_u64`` are ``random_range(low..=high)``: one widening
+  multiply of a full-width draw by the range size, plus one more draw when the
+  low half of the product lands in the biased zone (rand 0.9's variant of
+  Canon's method); a full-width range is a plain draw;
+* ``range_f64`` is ``((next_u64 >> 12) * 2**-52) * (high - low) + low``.
+
+Since each ChaCha block depends only on the key and its counter, this module
+generates blocks when they are first needed (a stream nobody draws from costs
+only an object; the key is derived on the first draw), one block first and
+then four at a time, without changing any value.
+
+Which stream a simulation draw reads (section 7.3 of the feature map):
+``arrival_stream`` (``seed``), ``machine_stream``, ``evict_stream``,
+``trace_stream`` (``seed`` xor a constant) and, per session, ``substream``
+for the workload, statement and fork-leg streams.
+
+On CPython the blocks are computed with whole-row arithmetic on wide integers
+(the four columns of the ChaCha state packed into 64-bit lanes of one
+integer, the way SIMD implementations do it); on other interpreters (PyPy) a
+plain unrolled 32-bit version, which their JIT compiles well.  Both are
+checked against each other and against ``pyserq.Rng`` in tests/test_rng.py.
+"""
+import operator
+import platform
+
+__all__ = [
+    "Rng",
+    "substream",
+    "substream_seed",
+    "arrival_stream",
+    "machine_stream",
+    "evict_stream",
+    "trace_stream",
+    "workload_stream",
+    "statement_stream",
+    "leg_stream",
+    "ARRIVAL_SEED_XOR",
+    "MACHINE_SEED_XOR",
+    "EVICT_SEED_XOR",
+    "TRACE_SEED_XOR",
+    "WORKLOAD_KIND",
+    "STATEMENT_KIND",
+    "LEG_KIND",
+]
+
+#: Stream seeds: the run's ``seed`` xor these constants.
+ARRIVAL_SEED_XOR = 0x0000000000000000
+MACHINE_SEED_XOR = 0x5851F42D4C957F2D
+EVICT_SEED_XOR = 0x2545F4914F6CDD1D
+TRACE_SEED_XOR = 0x6A09E667F3BCC908
+
+#: The last ``substream`` argument: which per-session stream.
+WORKLOAD_KIND = 1
+STATEMENT_KIND = 2
+LEG_KIND = 3
+
+_M32 = 0xFFFFFFFF
+_M64 = 0xFFFFFFFFFFFFFFFF
+_TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
+_TWO_M52 = 1.0 / 4503599627370496.0  # 2**-52
+_EMPTY_RANGE = "an empty or unbounded range"
+
+# "expand 32-byte k"
+_C0, _C1, _C2, _C3 = 0x61707865, 0x3320646E, 0x79622D32, 0x6B206574
+
+
+# ---------------------------------------------------------------------------
+# Seeding
+
+
+def substream_seed(seed, a, b, c):
+    """The u64 that seeds ``substream(seed, a, b, c)`` (splitmix64 steps)."""
+    x = seed & _M64
+    for v in (a, b, c):
+        x = (x + 0x9E3779B97F4A7C15 + v) & _M64
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+        x ^= x >> 31
+    return x
+
+
+def seed_key(seed):
+    """rand_core's ``seed_from_u64``: eight PCG32 (XSH-RR) outputs as key words.
+
+    The PCG state is advanced before each output; the outputs are taken
+    little-endian, which makes each one exactly one 32-bit key word.
+    """
+    state = seed
+    key = []
+    for _ in range(8):
+        state = (state * _PCG_MUL + _PCG_INC) & _M64
+        x = (((state >> 18) ^ state) >> 27) & _M32
+        rot = state >> 59
+        key.append(((x >> rot) | (x << (32 - rot))) & _M32)
+    return tuple(key)
+
+
+_PCG_MUL = 6364136223846793005
+_PCG_INC = 11634580027462260723
+
+
+def _seed_key_fast(s, A=_PCG_MUL, C=_PCG_INC, M=_M64, W=_M32):
+    """``seed_key`` with the loop unrolled (the hot path of a fresh stream)."""
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k0 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k1 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k2 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k3 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k4 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k5 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k6 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k7 = ((x >> r) | (x << (32 - r))) & W
+    return (k0, k1, k2, k3, k4, k5, k6, k7)
+
+
+# ---------------------------------------------------------------------------
+# ChaCha12 blocks: plain 32-bit version
+
+
+def chacha12_block(key, counter):
+    """One ChaCha12 block (16 words) for ``key`` (8 words) at ``counter``.
+
+    The state is the four constants, the key, the 64-bit counter (low word
+    first) and a zero 64-bit stream id.  The quarter-rounds are written out;
+    ``x_i`` is word ``i`` of the working state.
+    """
+    M = _M32
+    k0, k1, k2, k3, k4, k5, k6, k7 = key
+    n0 = counter & M
+    n1 = (counter >> 32) & M
+    x0, x1, x2, x3 = _C0, _C1, _C2, _C3
+    x4, x5, x6, x7, x8, x9, x10, x11 = k0, k1, k2, k3, k4, k5, k6, k7
+    x12, x13, x14, x15 = n0, n1, 0, 0
+    for _ in (0, 1, 2, 3, 4, 5):
+        # column round: (0,4,8,12) (1,5,9,13) (2,6,10,14) (3,7,11,15)
+        x0 = (x0 + x4) & M; x12 ^= x0; x12 = ((x12 << 16) & M) | (x12 >> 16)
+        x8 = (x8 + x12) & M; x4 ^= x8; x4 = ((x4 << 12) & M) | (x4 >> 20)
+        x0 = (x0 + x4) & M; x12 ^= x0; x12 = ((x12 << 8) & M) | (x12 >> 24)
+        x8 = (x8 + x12) & M; x4 ^= x8; x4 = ((x4 << 7) & M) | (x4 >> 25)
+        x1 = (x1 + x5) & M; x13 ^= x1; x13 = ((x13 << 16) & M) | (x13 >> 16)
+        x9 = (x9 + x13) & M; x5 ^= x9; x5 = ((x5 << 12) & M) | (x5 >> 20)
+        x1 = (x1 + x5) & M; x13 ^= x1; x13 = ((x13 << 8) & M) | (x13 >> 24)
+        x9 = (x9 + x13) & M; x5 ^= x9; x5 = ((x5 << 7) & M) | (x5 >> 25)
+        x2 = (x2 + x6) & M; x14 ^= x2; x14 = ((x14 << 16) & M) | (x14 >> 16)
+        x10 = (x10 + x14) & M; x6 ^= x10; x6 = ((x6 << 12) & M) | (x6 >> 20)
+        x2 = (x2 + x6) & M; x14 ^= x2; x14 = ((x14 << 8) & M) | (x14 >> 24)
+        x10 = (x10 + x14) & M; x6 ^= x10; x6 = ((x6 << 7) & M) | (x6 >> 25)
+        x3 = (x3 + x7) & M; x15 ^= x3; x15 = ((x15 << 16) & M) | (x15 >> 16)
+        x11 = (x11 + x15) & M; x7 ^= x11; x7 = ((x7 << 12) & M) | (x7 >> 20)
+        x3 = (x3 + x7) & M; x15 ^= x3; x15 = ((x15 << 8) & M) | (x15 >> 24)
+        x11 = (x11 + x15) & M; x7 ^= x11; x7 = ((x7 << 7) & M) | (x7 >> 25)
+        # diagonal round: (0,5,10,15) (1,6,11,12) (2,7,8,13) (3,4,9,14)
+        x0 = (x0 + x5) & M; x15 ^= x0; x15 = ((x15 << 16) & M) | (x15 >> 16)
+        x10 = (x10 + x15) & M; x5 ^= x10; x5 = ((x5 << 12) & M) | (x5 >> 20)
+        x0 = (x0 + x5) & M; x15 ^= x0; x15 = ((x15 << 8) & M) | (x15 >> 24)
+        x10 = (x10 + x15) & M; x5 ^= x10; x5 = ((x5 << 7) & M) | (x5 >> 25)
+        x1 = (x1 + x6) & M; x12 ^= x1; x12 = ((x12 << 16) & M) | (x12 >> 16)
+        x11 = (x11 + x12) & M; x6 ^= x11; x6 = ((x6 << 12) & M) | (x6 >> 20)
+        x1 = (x1 + x6) & M; x12 ^= x1; x12 = ((x12 << 8) & M) | (x12 >> 24)
+        x11 = (x11 + x12) & M; x6 ^= x11; x6 = ((x6 << 7) & M) | (x6 >> 25)
+        x2 = (x2 + x7) & M; x13 ^= x2; x13 = ((x13 << 16) & M) | (x13 >> 16)
+        x8 = (x8 + x13) & M; x7 ^= x8; x7 = ((x7 << 12) & M) | (x7 >> 20)
+        x2 = (x2 + x7) & M; x13 ^= x2; x13 = ((x13 << 8) & M) | (x13 >> 24)
+        x8 = (x8 + x13) & M; x7 ^= x8; x7 = ((x7 << 7) & M) | (x7 >> 25)
+        x3 = (x3 + x4) & M; x14 ^= x3; x14 = ((x14 << 16) & M) | (x14 >> 16)
+        x9 = (x9 + x14) & M; x4 ^= x9; x4 = ((x4 << 12) & M) | (x4 >> 20)
+        x3 = (x3 + x4) & M; x14 ^= x3; x14 = ((x14 << 8) & M) | (x14 >> 24)
+        x9 = (x9 + x14) & M; x4 ^= x9; x4 = ((x4 << 7) & M) | (x4 >> 25)
+    return [
+        (x0 + _C0) & M, (x1 + _C1) & M, (x2 + _C2) & M, (x3 + _C3) & M,
+        (x4 + k0) & M, (x5 + k1) & M, (x6 + k2) & M, (x7 + k3) & M,
+        (x8 + k4) & M, (x9 + k5) & M, (x10 + k6) & M, (x11 + k7) & M,
+        (x12 + n0) & M, (x13 + n1) & M, x14, x15,
+    ]
+
+
+def _blocks_scalar(key, counter, n):
+    """``n`` consecutive blocks, concatenated (plain version)."""
+    out = []
+    for j in range(n):
+        out += chacha12_block(key, (counter + j) & _M64)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# ChaCha12 blocks: whole-row version
+#
+# Each row of the 4x4 state (a = words 0-3, b = 4-7, c = 8-11, d = 12-15)
+# becomes one integer whose 64-bit lanes hold 32-bit words; with n blocks at
+# once, lane ``col * n + j`` holds column ``col`` of block ``j``.  A column
+# round is then one quarter-round on (a, b, c, d) lane-wise; the diagonal
+# round is the same after rotating the columns of b, c, d by 1, 2, 3.  The
+# upper 32 bits of each lane absorb carries and shifted-out bits and are
+# masked off.  A lane's word is rotated left by r with one multiplication:
+# ``x * (2**32 + 1)`` puts a copy of the (clean, 32-bit) word above itself in
+# the lane, so ``>> (32 - r)`` leaves the rotated word in the low 32 bits; the
+# mask removes the rest.  Lanes must be at least 57 bits wide for the bits a
+# right shift brings down from the next lane to land above bit 31.
+
+_LANE = 64
+_DUP = (1 << 32) + 1
+
+
+class _RowShape(object):
+    """Masks and shifts for ``n`` blocks computed at once."""
+
+    __slots__ = ("n", "col", "mask", "full", "spread", "a0")
+
+    def __init__(self, n):
+        self.n = n
+        self.col = n * _LANE  # bits per column group
+        lanes = 4 * n
+        self.full = (1 << (_LANE * lanes)) - 1
+        self.mask = sum(_M32 << (_LANE * i) for i in range(lanes))
+        self.spread = sum(1 << (_LANE * j) for j in range(n))
+        col = self.col
+        self.a0 = (_C0 | (_C1 << col) | (_C2 << 2 * col) | (_C3 << 3 * col)) * self.spread
+
+
+def _make_row_blocks(n):
+    shape = _RowShape(n)
+
+    def blocks(key, counter, _s=shape, _lane=_LANE, _m32=_M32, _m64=_M64, K=_DUP):
+        """``n`` consecutive blocks from ``counter``, concatenated (row version)."""
+        n = _s.n
+        S = _s.col
+        S2 = S + S
+        S3 = S2 + S
+        M = _s.mask
+        F = _s.full
+        R = _s.spread
+        k0, k1, k2, k3, k4, k5, k6, k7 = key
+        A0 = _s.a0
+        B0 = (k0 | (k1 << S) | (k2 << S2) | (k3 << S3)) * R
+        C0 = (k4 | (k5 << S) | (k6 << S2) | (k7 << S3)) * R
+        D0 = 0
+        for j in range(n):
+            cj = (counter + j) & _m64
+            D0 |= ((cj & _m32) << (_lane * j)) | ((cj >> 32) << (_lane * j + S))
+        a = A0
+        b = B0
+        c = C0
+        d = D0
+        for _ in (0, 1, 2, 3, 4, 5):
+            a = (a + b) & M; d = (((d ^ a) * K) >> 16) & M
+            c = (c + d) & M; b = (((b ^ c) * K) >> 20) & M
+            a = (a + b) & M; d = (((d ^ a) * K) >> 24) & M
+            c = (c + d) & M; b = (((b ^ c) * K) >> 25) & M
+            b = (b >> S) | ((b << S3) & F)
+            c = (c >> S2) | ((c << S2) & F)
+            d = (d >> S3) | ((d << S) & F)
+            a = (a + b) & M; d = (((d ^ a) * K) >> 16) & M
+            c = (c + d) & M; b = (((b ^ c) * K) >> 20) & M
+            a = (a + b) & M; d = (((d ^ a) * K) >> 24) & M
+            c = (c + d) & M; b = (((b ^ c) * K) >> 25) & M
+            b = (b >> S3) | ((b << S) & F)
+            c = (c >> S2) | ((c << S2) & F)
+            d = (d >> S) | ((d << S3) & F)
+        a = (a + A0) & M
+        b = (b + B0) & M
+        c = (c + C0) & M
+        d = (d + D0) & M
+        out = []
+        for j in range(n):
+            s = _lane * j
+            for r in (a, b, c, d):
+                r >>= s
+                out += (r & _m32, (r >> S) & _m32, (r >> S2) & _m32, (r >> S3) & _m32)
+        return out
+
+    return blocks
+
+
+_A0_ONE = _C0 | (_C1 << 64) | (_C2 << 128) | (_C3 << 192)
+
+
+def _one_row_block(key, counter, _m32=_M32, _m64=_M64, A0=_A0_ONE, K=_DUP):
+    """One block, row version specialised for a single block (the hot path
+    of a fresh stream: lanes are 64 bits, columns 64 bits apart)."""
+    M = 0x00000000FFFFFFFF00000000FFFFFFFF00000000FFFFFFFF00000000FFFFFFFF
+    F = (1 << 256) - 1
+    k0, k1, k2, k3, k4, k5, k6, k7 = key
+    B0 = k0 | (k1 << 64) | (k2 << 128) | (k3 << 192)
+    C0 = k4 | (k5 << 64) | (k6 << 128) | (k7 << 192)
+    counter &= _m64
+    D0 = (counter & _m32) | ((counter >> 32) << 64)
+    a = A0
+    b = B0
+    c = C0
+    d = D0
+    for _ in (0, 1, 2, 3, 4, 5):
+        a = (a + b) & M; d = (((d ^ a) * K) >> 16) & M
+        c = (c + d) & M; b = (((b ^ c) * K) >> 20) & M
+        a = (a + b) & M; d = (((d ^ a) * K) >> 24) & M
+        c = (c + d) & M; b = (((b ^ c) * K) >> 25) & M
+        b = (b >> 64) | ((b << 192) & F)
+        c = (c >> 128) | ((c << 128) & F)
+        d = (d >> 192) | ((d << 64) & F)
+        a = (a + b) & M; d = (((d ^ a) * K) >> 16) & M
+        c = (c + d) & M; b = (((b ^ c) * K) >> 20) & M
+        a = (a + b) & M; d = (((d ^ a) * K) >> 24) & M
+        c = (c + d) & M; b = (((b ^ c) * K) >> 25) & M
+        b = (b >> 192) | ((b << 64) & F)
+        c = (c >> 128) | ((c << 128) & F)
+        d = (d >> 64) | ((d << 192) & F)
+    a += A0
+    b += B0
+    c += C0
+    d += D0
+    return [
+        a & _m32, (a >> 64) & _m32, (a >> 128) & _m32, (a >> 192) & _m32,
+        b & _m32, (b >> 64) & _m32, (b >> 128) & _m32, (b >> 192) & _m32,
+        c & _m32, (c >> 64) & _m32, (c >> 128) & _m32, (c >> 192) & _m32,
+        d & _m32, (d >> 64) & _m32, (d >> 128) & _m32, (d >> 192) & _m32,
+    ]
+
+
+_four_row_blocks = _make_row_blocks(4)
+
+#: Blocks computed by a refill after the first one.
+REFILL_BLOCKS = 4
+
+
+def _first_block_scalar(key):
+    return chacha12_block(key, 0)
+
+
+def _refill_scalar(key, counter):
+    return _blocks_scalar(key, counter, REFILL_BLOCKS)
+
+
+def _first_block_rows(key):
+    return _one_row_block(key, 0)
+
+
+def _refill_rows(key, counter):
+    return _four_row_blocks(key, counter)
+
+
+def use_implementation(name):
+    """Select how blocks are computed: ``"rows"`` (wide integers, fastest on
+    CPython) or ``"scalar"`` (32-bit words, for PyPy).  Results are the same;
+    this exists for benchmarks and tests.  Returns the previous name."""
+    global _first_block, _refill, _IMPLEMENTATION
+    previous = _IMPLEMENTATION
+    if name == "rows":
+        _first_block, _refill = _first_block_rows, _refill_rows
+    elif name == "scalar":
+        _first_block, _refill = _first_block_scalar, _refill_scalar
+    else:
+        raise ValueError("unknown implementation %r" % (name,))
+    _IMPLEMENTATION = name
+    return previous
+
+
+_IMPLEMENTATION = ""
+use_implementation("rows" if platform.python_implementation() == "CPython" else "scalar")
+
+
+# ---------------------------------------------------------------------------
+# The generator
+
+
+def _u64_arg(value, what):
+    value = operator.index(value)
+    if value < 0 or value > _M64:
+        raise OverflowError("%s out of range for u64: %d" % (what, value))
+    return value
+
+
+class Rng(object):
+    """rand 0.9 ``StdRng::seed_from_u64(seed)``, same methods as ``pyserq.Rng``.
+
+    ``_buf`` holds the words of the blocks generated so far that are not yet
+    consumed, from ``_i`` on; ``_counter`` is the next block to generate.
+    Nothing is computed until the first draw: not the key, and for a
+    ``substream`` not even the seed (``_sub`` keeps its arguments).
+    """
+
+    __slots__ = ("_seed", "_sub", "_key", "_buf", "_i", "_counter")
+
+    def __init__(self, seed):
+        self._seed = _u64_arg(seed, "seed")
+        self._sub = None
+        self._key = None
+        self._buf = ()
+        self._i = 0
+        self._counter = 0
+
+    @classmethod
+    def _deferred(cls, sub):
+        """A generator seeded with ``substream_seed(*sub)``, computed lazily."""
+        self = cls.__new__(cls)
+        self._seed = None
+        self._sub = sub
+        self._key = None
+        self._buf = ()
+        self._i = 0
+        self._counter = 0
+        return self
+
+    @property
+    def seed(self):
+        """The u64 given to ``seed_from_u64``."""
+        if self._seed is None:
+            self._seed = substream_seed(*self._sub)
+        return self._seed
+
+    def __repr__(self):
+        return "Rng(%d)" % (self.seed,)
+
+    # -- buffer management ---------------------------------------------------
+
+    def _next_words(self):
+        """Replace the buffer by its unconsumed tail followed by the next
+        block(s); returns the new buffer (``_i`` is reset to 0)."""
+        key = self._key
+        tail = self._buf[self._i:]
+        if key is None:
+            seed = self._seed
+            if seed is None:
+                seed = self._seed = substream_seed(*self._sub)
+            key = self._key = _seed_key_fast(seed)
+            words = _first_block(key)
+            self._counter = 1
+        else:
+            words = _refill(key, self._counter)
+            self._counter = (self._counter + REFILL_BLOCKS) & _M64
+        if tail:
+            words = list(tail) + words
+        self._buf = words
+        self._i = 0
+        return words
+
+    # -- raw draws -----------------------------------------------------------
+
+    def next_u32(self):
+        """The next 32-bit word."""
+        i = self._i
+        try:
+            v = self._buf[i]
+        except IndexError:
+            self._next_words()
+            i = 0
+            v = self._buf[0]
+        self._i = i + 1
+        return v
+
+    def next_u64(self):
+        """The next two words, the first as the low half."""
+        i = self._i
+        b = self._buf
+        try:
+            v = (b[i + 1] << 32) | b[i]
+        except IndexError:
+            b = self._next_words()
+            i = 0
+            v = (b[1] << 32) | b[0]
+        self._i = i + 2
+        return v
+
+    def random_f64(self):
+        """``random::<f64>()``: ``(next_u64 >> 11) * 2**-53``, in [0, 1)."""
+        i = self._i
+        b = self._buf
+        try:
+            v = ((b[i + 1] << 21) | (b[i] >> 11)) * 1.1102230246251565e-16
+        except IndexError:
+            b = self._next_words()
+            i = 0
+            v = ((b[1] << 21) | (b[0] >> 11)) * 1.1102230246251565e-16
+        self._i = i + 2
+        return v
+
+    # -- ranges --------------------------------------------------------------
+
+    def range_u32(self, low, high):
+        """``random_range(low..=high)`` over ``u32``."""
+        low = operator.index(low)
+        high = operator.index(high)
+        if low < 0 or low > _M32 or high < 0 or high > _M32:
+            raise OverflowError("out of range integral type conversion attempted")
+        if low > high:
+            raise ValueError(_EMPTY_RANGE)
+        size = high - low + 1
+        if size > _M32:
+            return self.next_u32()
+        m = self.next_u32() * size
+        lo = m & _M32
+        if lo > (1 << 32) - size:
+            # Canon's correction: one more product, carrying into the result.
+            if lo + ((self.next_u32() * size) >> 32) > _M32:
+                return low + (m >> 32) + 1
+        return low + (m >> 32)
+
+    def range_u64(self, low, high):
+        """``random_range(low..=high)`` over ``u64``."""
+        low = operator.index(low)
+        high = operator.index(high)
+        if low < 0 or low > _M64 or high < 0 or high > _M64:
+            raise OverflowError("int too big to convert")
+        if low > high:
+            raise ValueError(_EMPTY_RANGE)
+        size = high - low + 1
+        if size > _M64:
+            return self.next_u64()
+        m = self.next_u64() * size
+        lo = m & _M64
+        if lo > (1 << 64) - size:
+            if lo + ((self.next_u64() * size) >> 64) > _M64:
+                return low + (m >> 64) + 1
+        return low + (m >> 64)
+
+    def range_f64(self, low, high):
+        """``random_range(low..=high)`` over ``f64``:
+        ``((next_u64 >> 12) * 2**-52) * (high - low) + low``."""
+        low = float(low)
+        high = float(high)
+        scale = high - low
+        # Rejects NaN, infinities, low > high and an overflowing width.
+        if not (low <= high and -_INF < low and high < _INF and scale < _INF):
+            raise ValueError(_EMPTY_RANGE)
+        return ((self.next_u64() >> 12) * _TWO_M52) * scale + low
+
+
+_INF = float("inf")
+
+
+# ---------------------------------------------------------------------------
+# Streams of a run
+
+
+def substream(seed, a, b, c):
+    """The generator of ``substream(seed, a, b, c)`` (seed mixed on first draw)."""
+    return Rng._deferred((seed, a, b, c))
+
+
+def arrival_stream(seed):
+    """Poisson gaps and renewal gap draws."""
+    return Rng(seed ^ ARRIVAL_SEED_XOR)
+
+
+def machine_stream(seed):
+    """Draws with no session: step ``budget``/``chunk``/``cost``, ``ps`` capacity."""
+    return Rng(seed ^ MACHINE_SEED_XOR)
+
+
+def evict_stream(seed):
+    """Eviction keys and spill clauses."""
+    return Rng(seed ^ EVICT_SEED_XOR)
+
+
+def trace_stream(seed):
+    """Unordered trace replay: which trace session comes next."""
+    return Rng(seed ^ TRACE_SEED_XOR)
+
+
+def workload_stream(seed, serial, turns_taken):
+    """``init``/``turn`` blocks of session ``serial``; re-created at each ``turn;``."""
+    return Rng._deferred((seed, serial, turns_taken, WORKLOAD_KIND))
+
+
+def statement_stream(seed, serial):
+    """Every draw in the statements of session ``serial``."""
+    return Rng._deferred((seed, serial, 0, STATEMENT_KIND))
+
+
+def leg_stream(seed, serial, fork_index):
+    """Draws in fork leg ``fork_index`` (0, 1, ...) of session ``serial``."""
+    return Rng._deferred((seed, serial, fork_index, LEG_KIND))
