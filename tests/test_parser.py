@@ -325,6 +325,26 @@ def test_at_admission_bindings():
     assert isinstance(h.body[2], ast.Set) and h.body[2].name == "w"
 
 
+@pytest.mark.parametrize("src,pos,msg", [
+    ("pool kv {}\nsession { hold kv (1) at admission (f = free(kv)) { set g = f; } }", (2, 37),
+     "the body reads `f`, and `f` reads `free(…)`"),
+    ("pool kv {}\nsession { hold kv (n) at admission (n = ~det(3)) { } }", (2, 48), "`n` draws a sample"),
+    ("stage s : fifo;\nworkload { init { run s (1); } }", (2, 19), "init: workload blocks may only"),
+    ("stage e : step { cost 1; serve exclusive prefill; iteration { serve; } }", (1, 51),
+     "`iteration` body with `serve exclusive prefill`"),
+    ("stage e : step { cost 1; serve only (1); iteration { serve; } }", (1, 42),
+     "`iteration` body with a stage-level `serve only`"),
+])
+def test_binding_and_block_errors(src, pos, msg):
+    e = err(src)
+    assert (e.span.line, e.span.col) == pos and msg in e.message
+
+
+def test_binding_reading_state_is_fine_when_body_does_not_read_it():
+    h = parse("pool kv {}\nsession { hold kv (f) at admission (f = free(kv)) { } }").session[0]
+    assert show(h.pools[0].units) == "free(kv)" and h.body == []
+
+
 def test_inner_binding_shadows_outer():
     prog = parse("""pool kv {}
         session { hold kv (x) at admission (x = serial) { hold kv (x) at admission (x = 2) { set w = x; } } }""")
@@ -356,7 +376,7 @@ def test_serving_forms():
     ("stage e : step { cost 1; } stage f : step { cost 1; }\nsession { prefill 1; }", (2, 11),
      "several stages play `prefill` (e, f)"),
     ("stage tool : delay;\nsession { tool on zz 1; }", (2, 19), "no stage `zz` is declared above"),
-    ("stage link : delay;\nsession { transfer (1); }", (2, 23), "expected `from`"),
+    ("stage link : delay;\nsession { transfer (1); }", (2, 11), "without `from P to Q (n)`"),
 ])
 def test_serving_form_errors(src, pos, msg):
     e = err(src)

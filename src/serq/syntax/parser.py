@@ -276,7 +276,7 @@ class Parser:
                 raw = fh.read()
             lib_text = raw.decode("utf-8", errors="replace")
         except OSError as e:
-            raise self.error("cannot read `%s`: %s" % (st.text, e.strerror or e), st)
+            raise self.error("cannot read `%s`: %s" % (st.text, e.strerror or e), kw)
         lib_toks = tokenize(lib_text, path)
         saved = (self.toks, self.pos)
         self.toks, self.pos = lib_toks, 0
@@ -622,9 +622,13 @@ class Parser:
             self.expect(";")
         close = self.next()
         if iter_tok is not None and (only_tok is not None or opts.serve == "exclusive"):
-            raise self.error("an `iteration` body cannot be combined with `serve %s`"
-                             % ("only" if only_tok is not None else "exclusive prefill"), iter_tok,
-                             help="write the `only` inside the body: `serve only (p); admit only (p);`")
+            if only_tok is not None:
+                raise self.error("an `iteration` body with a stage-level `serve only`: the body says "
+                                 "which residents it serves", iter_tok,
+                                 help="write the `only` inside the body: `serve only (p); admit only (p);`")
+            raise self.error("an `iteration` body with `serve exclusive prefill`: the rule takes back decodes "
+                             "already chosen, which a body cannot", iter_tok,
+                             help="drop one of the two")
         if cost is None:
             raise self.error("a step stage needs `cost`", self.peek(),
                              help="add `cost EXPR;` to the step options of `%s`" % name.text)
@@ -792,6 +796,10 @@ class Parser:
                 self.expect(";")
             elif w in ("init", "turn"):
                 body = self.parse_block("workload")
+                bad = _first_not_set_observe(body)
+                if bad is not None:
+                    raise SyntaxError_("%s: workload blocks may only `set` and `observe`" % w, bad.span,
+                                       help="move the statement into the session", source=self.text)
                 if w == "init":
                     wl.init = body
                 else:
@@ -998,6 +1006,10 @@ class Parser:
                 b = self.expect_ident("a binding name")
                 self.expect("=")
                 e = self.parse_expr()
+                if _draws(e):
+                    raise self.error("`%s` draws a sample: an `at admission` binding is substituted, so a name "
+                                     "used twice would draw twice" % b.text, self.peek(),
+                                     help="sample into an attribute with `set` above the hold")
                 env = {n: v for n, v, _ in bindings}
                 e = subst_expr(e, env)
                 bindings.append((b.text, e, b.span()))
@@ -1032,6 +1044,13 @@ class Parser:
             read = set()
             for s in body:
                 names_read(s, read)
+            for n, v, bsp in bindings:
+                live = _live(v) if n in read else None
+                if live is not None:
+                    raise SyntaxError_("the body reads `%s`, and `%s` reads `%s`: the body sees a binding that "
+                                       "reads only attributes and constants" % (n, n, live), bsp,
+                                       help="`set` the value in the body instead", notes=list(self.use_notes),
+                                       source=self.text if bsp.file == self.file else None)
             sets = [ast.Set(n, copy.deepcopy(v), bsp) for n, v, bsp in bindings if n in read]
             body = sets + body
         hold = ast.Hold(pools, reuse, body, cache, lease, sp)
@@ -1086,8 +1105,9 @@ class Parser:
         if role == "transfer":
             work = self.paren_expr()
             if not self.at("from"):
-                raise self.error("expected `from`, found %s" % self.peek().describe(), self.peek(),
-                                 help="a transfer moves a leased pool: `transfer (X) from P to Q (n);`")
+                raise self.error("`transfer` without `from P to Q (n)`: a KV transfer leaves the lease (or "
+                                 "hold) on P and enters the hold on Q", t,
+                                 help="write `transfer (X) from P to Q (n);`")
             self.next()
             src = self.parse_ref("a pool name")
             self.expect("to")
@@ -1349,6 +1369,52 @@ class Parser:
                 raise self.error("`%s` is a retired word and names nothing: %s" % (w, RETIRED[w]), t)
             return self.parse_ref()
         raise self.error("expected an expression, found %s" % t.describe(), t)
+
+
+def _draws(e) -> bool:
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ast.Draw):
+            return True
+        stack.extend(_children(x))
+    return False
+
+
+def _live(e) -> Optional[str]:
+    """What live state (clock, pool/stage query) an expression reads, if any."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ast.Call) and x.func in STATE_FUNCS:
+            return "%s(…)" % x.func
+        if isinstance(x, ast.Name) and x.name == "now":
+            return "now"
+        stack.extend(_children(x))
+    return None
+
+
+def _children(x) -> list:
+    if isinstance(x, ast.Name):
+        return [x.index] if x.index is not None else []
+    if isinstance(x, ast.Unary):
+        return [x.operand]
+    if isinstance(x, ast.Binary):
+        return [x.left, x.right]
+    if isinstance(x, ast.Cond):
+        return [x.test, x.then, x.other]
+    if isinstance(x, (ast.Call, ast.Draw)):
+        return list(x.args)
+    if isinstance(x, ast.Agg):
+        return [x.count, x.body]
+    return []
+
+
+def _first_not_set_observe(stmts):
+    for s in stmts:
+        if not isinstance(s, (ast.Set, ast.Observe)):
+            return s
+    return None
 
 
 def _fmt(v: float) -> str:
