@@ -550,3 +550,18 @@ def test_positions_match_reference(src):
     with pytest.raises(SyntaxError_) as mine:
         parse_program(text, from_text=True)
     assert (mine.value.span.line, mine.value.span.col) == (int(m.group(1)), int(m.group(2)))
+
+
+@pytest.mark.parametrize("src,pos", [
+    ("pool kv {};", (1, 11)),
+    ("workload { };", (1, 13)),
+    ("session { };", (1, 12)),
+    ("stage e : step { cost 1; iteration { serve; }; }", (1, 46)),
+])
+def test_no_semicolon_after_blocks(src, pos):
+    e = err(src)
+    assert (e.span.line, e.span.col) == pos
+
+
+def test_step_stage_may_end_with_semicolon():
+    assert parse("stage e : step { cost 1; };").items[0].kind == "step"

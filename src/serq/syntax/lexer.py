@@ -3,7 +3,6 @@
 Linear time, never raises anything but ``SyntaxError_``.  Tokens carry
 1-based line and column (columns count characters, a tab is one column).
 """
-from dataclasses import dataclass
 from typing import List
 
 from ..errors import Span, SyntaxError_
@@ -19,17 +18,26 @@ _TWO = ("<=", ">=", "==", "!=", "&&", "||")
 _ONE = set("{}()[],:;.=~+-*/^<>!?")
 
 
-@dataclass
 class Token:
-    kind: str
-    text: str  # identifier / punctuation text / string contents / number text
-    line: int
-    col: int
-    value: float = 0.0
-    # a note naming the use site when the token comes from a `def` expansion
-    origin: object = None
-    file: str = "<text>"
-    src: object = None  # the text the token was read from
+    """One token: kind, text (identifier / punctuation / string contents /
+    number text), 1-based position, the number's value, the file and the
+    text it was read from."""
+
+    __slots__ = ("kind", "text", "line", "col", "value", "origin", "file", "src")
+
+    def __init__(self, kind: str, text: str, line: int, col: int, value: float = 0.0,
+                 origin: object = None, file: str = "<text>", src: object = None):
+        self.kind = kind
+        self.text = text
+        self.line = line
+        self.col = col
+        self.value = value
+        self.origin = origin
+        self.file = file
+        self.src = src
+
+    def __repr__(self) -> str:
+        return "Token(%s %r %d:%d)" % (self.kind, self.text, self.line, self.col)
 
     def span(self) -> Span:
         return Span(self.file, self.line, self.col, max(1, len(self.text)))

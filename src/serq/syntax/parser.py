@@ -56,6 +56,7 @@ class Parser:
         self.context = "session"  # session | client | server | workload | entry
         self.in_fork = 0
         self.use_notes: List[str] = []
+        self.requests: List[_Request] = []
 
     # ------------------------------------------------------------ errors
 
@@ -515,7 +516,6 @@ class Parser:
                                       "spill, reserve held")
             self.expect(";")
         self.next()
-        self.accept(";")
         return decl
 
     # ------------------------------------------------------------ stages
@@ -609,7 +609,6 @@ class Parser:
                 iter_tok = t
                 body = self.parse_iter_block()
                 opts.iteration = body
-                self.accept(";")
                 continue
             elif w in ("decode", "exclusive"):
                 old = "decode first" if w == "decode" else "exclusive prefill"
@@ -752,7 +751,6 @@ class Parser:
             self._once(seen, k.text, k, "the `run` block")
             prog.items.append(ast.RunSetting(k.text, e, k.span()))
         self.next()
-        self.accept(";")
 
     # ------------------------------------------------------------ workload / session / server
 
@@ -819,7 +817,6 @@ class Parser:
                 raise self.error("unknown workload item `%s`" % w, k,
                                  help="a workload takes arrive, trace, init, turn, session, hidden")
         self.next()
-        self.accept(";")
         prog.workload = wl
 
     def parse_top_session(self, prog: ast.Program) -> None:
