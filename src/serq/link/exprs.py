@@ -27,6 +27,11 @@ class ExprLinker:
     def error(self, m: Moment, msg: str, node, help: Optional[str] = None) -> LinkError:
         return LinkError(m.context + msg, getattr(node, "span", None), help=help)
 
+    def invalid(self, m: Moment, msg: str, node, help: Optional[str] = None) -> None:
+        """A validation error: recorded, raised after name resolution."""
+        span = None if m.nospan else (m.anchor or getattr(node, "span", None))
+        self.scope.defer(LinkError(m.context + msg, span, help=help))
+
     # ------------------------------------------------------------ expressions
 
     def expr(self, e: ast.Expr, m: Moment, bound: Optional[Dict[str, float]] = None) -> ir.Expr:
@@ -70,7 +75,7 @@ class ExprLinker:
         if var is not None:
             if var not in m.ctx or (var == "Now" and not m.now):
                 where = [WHERE_TEXT[w] for w in WHERE_CTX.get(var, [])]
-                raise self.error(
+                self.invalid(
                     m, "`%s` is read in %s, where it does not exist" % (n, m.name or m.kind), e,
                     help="`%s` exists in %s" % (n, ", ".join(where) if where else "no expression"))
             return ir.Ctx(var)
@@ -79,12 +84,21 @@ class ExprLinker:
             return self.register(e, reg, m)
         slot = self.scope.attr_slots.get(n)
         if slot is not None:
+            if m.kind == "Victim" and n == "computed":
+                self.invalid(m, "a preempt key reads `computed`, the position at the session's "
+                             "last preemption; the candidate's position now is `position`", e,
+                             help="read `position`")
+            if n == "cached" and m.kind in ("Session", "Admit") and m.no_cache_hold:
+                raise self.error(m, "`cached` is read in a hold on `%s` that has no `cache` "
+                                 "clause: such a hold consumes nothing of the cached prefix, so "
+                                 "`cached` is 0 there" % m.no_cache_hold, None,
+                                 help="write `cache (0)` after the hold to consume the prefix")
             if not m.attrs:
-                raise self.error(m, "%s reads the session attribute `%s`, but has no session"
+                self.invalid(m, "%s reads the session attribute `%s`, but has no session"
                                  % (m.name or "this expression", n), e,
                                  help="read constants and pool or stage queries here")
             if n in self.scope.hidden and not m.hidden:
-                raise self.error(m, "`%s` is hidden from the scheduler, but is read in %s"
+                self.invalid(m, "`%s` is hidden from the scheduler, but is read in %s"
                                  % (n, m.name or m.kind), e,
                                  help="read it only in session statements, or drop it from "
                                  "`hidden`")
@@ -105,7 +119,7 @@ class ExprLinker:
         if m.kind in ("Select", "Admit") and m.stage is not None and m.stage == stage:
             ok = True
         if not ok:
-            raise self.error(m, "the register `%s` of stage `%s` is read in %s, which it does "
+            self.invalid(m, "the register `%s` of stage `%s` is read in %s, which it does "
                              "not reach" % (e.name, self._stage_label(stage), m.name or m.kind),
                              e, help="a register is read by its stage's options, iteration body "
                              "and claims, the pools it admits, gauges and `at end` claims")
@@ -127,7 +141,7 @@ class ExprLinker:
             raise self.error(m, "`~%s` takes %d argument(s), got %d"
                              % (e.dist, d[1], len(e.args)), e)
         if not m.draw:
-            raise self.error(m, "%s may not draw" % (m.name or "this expression"), e,
+            self.invalid(m, "%s may not draw" % (m.name or "this expression"), e,
                              help="sample into a session attribute first and read that")
         return ir.Sample(d[0], [self.expr(a, m, bound) for a in e.args])
 
@@ -148,21 +162,22 @@ class ExprLinker:
                 raise self.error(m, "`blocksize` is not a constant here", e,
                                  help="declare the block size as a `let` and use it in both places")
             pool = self.pool_decl(ref)
-            if pool.block is None:
-                raise self.error(m, "pool `%s` has no `block`" % pool.name, e)
-            return ir.Num(pool.block)
+            if self.scope.blocks.get(pool.name) is None:
+                raise self.error(m, "`blocksize(%s)`: pool `%s` has no `block`"
+                                 % (pool.name, pool.name), e.args[0])
+            return ir.Num(self.scope.pool_block(pool))
         if fun not in MATH:
             if not m.state:
-                raise self.error(m, "%s reads `%s(…)`, which is live state"
+                self.invalid(m, "%s reads `%s(…)`, which is live state"
                                  % (m.name or "this expression", f), e,
                                  help="read constants here")
             if fun == "Work" and not m.work:
-                raise self.error(m, "%s may not read `work(…)`" % (m.name or "this expression"), e)
+                self.invalid(m, "%s may not read `work(…)`" % (m.name or "this expression"), e)
             if fun == "CachedIn" and not m.cachedin:
-                raise self.error(m, "%s may not read `cachedin(…)`"
+                self.invalid(m, "%s may not read `cachedin(…)`"
                                  % (m.name or "this expression"), e)
             if fun == "BudgetLeft" and not m.budget_left:
-                raise self.error(m, "%s may not read `budget_left(…)`"
+                self.invalid(m, "%s may not read `budget_left(…)`"
                                  % (m.name or "this expression"), e)
         args = []
         for a, k in zip(e.args, kinds):
@@ -173,18 +188,18 @@ class ExprLinker:
             else:
                 ref = self.ref(a, "s", m, bound)
                 if fun == "BudgetLeft":
-                    self._check_step(ref, a, m)
+                    self._check_step(ref, e, a, m)
                     if m.kind == "Plan" and ref.index is None and m.stage == ref.base:
-                        raise self.error(m, "an iteration body may not read its own "
+                        self.invalid(m, "an iteration body may not read its own "
                                          "`budget_left`", e)
                 args.append(ir.ArgStage(ref))
         return ir.Call(fun, args)
 
-    def _check_step(self, ref: ir.Ref, node, m: Moment) -> None:
+    def _check_step(self, ref: ir.Ref, node, arg, m: Moment) -> None:
         kinds = self.scope.stage_kinds[ref.base:ref.base + ref.count]
         if any(k != "step" for k in kinds):
-            raise self.error(m, "`%s` is a %s stage; only a step stage has a token budget"
-                             % (self._stage_label(ref.base).split("[")[0],
+            self.invalid(m.replace(anchor=None), "`budget_left(%s)`: `%s` is a %s stage; only a "
+                         "step stage has a token budget" % (arg.name, arg.name,
                                 [k for k in kinds if k != "step"][0]), node)
 
     def pool_decl(self, ref: ir.Ref):
@@ -236,8 +251,10 @@ class ExprLinker:
 
     # ------------------------------------------------------------- references
 
-    def ref(self, e: ast.Expr, kind: str, m: Moment, bound=None, what: str = "") -> ir.Ref:
-        """A pool (kind "p") or stage ("s") reference."""
+    def ref(self, e: ast.Expr, kind: str, m: Moment, bound=None, what: str = "",
+            family_ok: bool = False) -> ir.Ref:
+        """A pool (kind "p") or stage ("s") reference; ``family_ok`` lets an
+        unindexed family stand for all its members (``admit via``, ``memory``)."""
         table = self.scope.pools if kind == "p" else self.scope.stages
         word = "pool" if kind == "p" else "stage"
         if type(e) is not ast.Name:
@@ -250,7 +267,7 @@ class ExprLinker:
                     e.name, "stage" if kind == "p" else "pool", word), e)
             raise self.error(m, "unknown %s `%s`" % (word, e.name), e)
         if e.index is None:
-            if fam.array and fam.count > 1:
+            if fam.array and fam.count > 1 and not family_ok:
                 raise self.error(m, "%s `%s` is an array; index it" % (word, e.name), e,
                                  help="write `%s[i]`" % e.name)
             return ir.Ref(fam.base, fam.count, None)
@@ -261,7 +278,7 @@ class ExprLinker:
                 raise self.error(m, "%s `%s[%s]` is out of range: `%s` has %d member(s)"
                                  % (word, e.name, _fmt(v), e.name, fam.count), e)
         elif m.literal_index:
-            raise self.error(m, "%s indexes `%s` with state; an index here is a number or an "
+            self.invalid(m, "%s indexes `%s` with state; an index here is a number or an "
                              "aggregate variable" % (m.name or "this expression", e.name), e)
         return ir.Ref(fam.base, fam.count, idx)
 

@@ -177,22 +177,22 @@ class Linker:
             if type(it) is ast.StageDecl and it.step is not None and it.step.registers:
                 fam = self.scope.stages[it.name]
                 if it.step.iteration is None:
-                    raise LinkError("stage `%s`: a register of a stage without an `iteration` "
+                    self.scope.defer(LinkError("stage `%s`: a register of a stage without an `iteration` "
                                     "body, which nothing sets" % it.name, it.step.registers[0].span,
                                     help="add an `iteration { … }` body that sets it, or drop "
-                                    "the register")
+                                    "the register"))
                 if fam.array:
-                    raise LinkError("stage `%s`: registers are refused on stage arrays" % it.name,
-                                    it.step.registers[0].span)
+                    self.scope.defer(LinkError("stage `%s`: registers are refused on stage arrays" % it.name,
+                                    it.step.registers[0].span))
                 for r in it.step.registers:
                     if r.name in self.scope.registers or r.name in self.scope.lets or \
                             r.name in SUPPLIED or r.name in self.scope.pools or \
                             r.name in self.scope.stages:
-                        raise LinkError("register `%s`: the name is taken" % r.name, r.span)
+                        self.scope.defer(LinkError("register `%s`: the name is taken" % r.name, r.span))
                     v = _fold(r.init, self.scope, "register `%s`" % r.name)
                     if math.isinf(v):
-                        raise LinkError("register `%s` starts at %s; a register is finite"
-                                        % (r.name, v), r.init.span)
+                        self.scope.defer(LinkError("register `%s` starts at %s; a register is finite"
+                                        % (r.name, v), r.init.span))
                     self.scope.registers[r.name] = (len(out), fam.base)
                     out.append(ir.Register(r.name, fam.base, v))
         return out
@@ -200,6 +200,8 @@ class Linker:
     # ------------------------------------------------------------- attributes
 
     def attributes(self) -> None:
+        for name in ir.BUILTIN_ATTRS:
+            self.scope.attr(name)
         wl = self.prog.workload
         blocks = []
         if wl is not None:
@@ -248,17 +250,18 @@ class Linker:
         ctx = "pool `%s`: " % d.name
         cap = math.inf if d.cap is None else _fold(d.cap, self.scope, "pool `%s`: cap" % d.name)
         if cap < 0:
-            raise LinkError(ctx + "the cap is %s; a capacity is not negative" % _fmt(cap),
+            self.scope.defer(LinkError(ctx + "the cap is %s; a capacity is not negative" % _fmt(cap),
                             d.cap.span, help="write a cap of 0 or more units (or leave it out "
-                            "for an unbounded pool)")
+                            "for an unbounded pool)"))
         block = None
         if d.block is not None:
             block = _fold(d.block, self.scope, "pool `%s`: block" % d.name)
             if not block > 0 or math.isinf(block):
-                raise LinkError(ctx + "block must be positive", d.block.span)
+                self.scope.defer(LinkError(ctx + "block must be positive", d.block.span))
+        self.scope.blocks[d.name] = block
         admit = [None] * fam.count
         if d.admit_via is not None:
-            sref = self.ex.ref(d.admit_via, "s", moment("Const", "`admit via`"), what="")
+            sref = self.ex.ref(d.admit_via, "s", moment("Const", "`admit via`"), family_ok=True)
             sfam = self._family_of(self.scope.stages, sref.base)
             if d.admit_via.index is not None:
                 admit = [sref.base + int(sref.index.value)] * fam.count
@@ -267,12 +270,12 @@ class Linker:
                                   d.admit_via.span)
             for a in set(admit):
                 if self.scope.stage_kinds[a] != "step":
-                    raise LinkError(ctx + "`admit via %s`: `%s` is a %s stage; only a step stage "
+                    self.scope.defer(LinkError(ctx + "`admit via %s`: `%s` is a %s stage; only a step stage "
                                     "admits a pool's queue" % (d.admit_via.name, d.admit_via.name,
                                                                self.scope.stage_kinds[a]),
                                     d.admit_via.span,
                                     help="admit via a `step` stage, or drop `admit via` to admit "
-                                    "at every settle")
+                                    "at every settle"))
             for i, a in enumerate(admit):
                 self.scope.admitted_by.setdefault(a, []).append(fam.base + i)
         d._admit_member = admit[0] if d.admit_via is not None else None
@@ -323,8 +326,8 @@ class Linker:
             if d.kind == "fifo":
                 n = 1.0 if d.servers is None else _fold(d.servers, self.scope, ctx + "servers")
                 if not (n >= 1 and float(n).is_integer() and not math.isinf(n)):
-                    raise LinkError(ctx + "fifo servers must be a positive integer, found %s"
-                                    % _fmt(n), d.servers.span)
+                    self.scope.defer(LinkError(ctx + "fifo servers must be a positive integer, found %s"
+                                    % _fmt(n), d.servers.span))
                 kind = ir.Fifo(int(n))
             elif d.kind == "ps":
                 kind = ir.Ps(self.ex.expr(d.capacity, moment(
@@ -348,33 +351,33 @@ class Linker:
         if o.granule is not None:
             g = _fold(o.granule, self.scope, ctx + "granule")
             if not g > 0:
-                raise LinkError(ctx + "granule %s: a granule is above 0" % _fmt(g),
-                                o.granule.span)
+                self.scope.defer(LinkError(ctx + "granule %s: a granule is above 0" % _fmt(g),
+                                o.granule.span))
             if o.serve == "exclusive":
-                raise LinkError(ctx + "granule with serve exclusive prefill: a prefill the "
+                self.scope.defer(LinkError(ctx + "granule with serve exclusive prefill: a prefill the "
                                 "granule refuses would still block every decode, and the "
-                                "engine would stop", o.granule.span)
+                                "engine would stop", o.granule.span))
             if o.chunk is not None:
                 try:
                     c = consts.fold(o.chunk, self.scope.lets)
                 except consts.NotConstant:
                     c = None
                 if c is not None and 0 < c < g:
-                    raise LinkError(ctx + "granule %s with chunk %s: a prompt longer than the "
+                    self.scope.defer(LinkError(ctx + "granule %s with chunk %s: a prompt longer than the "
                                     "chunk would never get a token" % (_fmt(g), _fmt(c)),
-                                    o.granule.span)
+                                    o.granule.span))
             granule = ir.Num(g)
         sm = moment("Serve", "a serve key", context=ctx, stage=member)
         if o.serve == "exclusive":
             serve = "ExclusivePrefill"
             if o.iteration is not None:
-                raise LinkError(ctx + "an `iteration` body cannot go with `serve exclusive "
-                                "prefill`", d.span)
+                self.scope.defer(LinkError(ctx + "an `iteration` body cannot go with `serve exclusive "
+                                "prefill`", d.span))
         else:
             serve = [self.ex.expr(k, sm) for k in o.serve]
         memory = None
         if o.memory is not None:
-            pref = self.ex.ref(o.memory, "p", moment("Const", "`memory`"))
+            pref = self.ex.ref(o.memory, "p", moment("Const", "`memory`"), family_ok=True)
             if o.memory.index is not None:
                 memory = pref.base + int(pref.index.value)
             else:
@@ -386,8 +389,8 @@ class Linker:
             pm = moment("Plan", "an iteration body", context=ctx, stage=member)
             iteration = [self.istmt(s, pm, sm, member) for s in o.iteration]
             if not _serves(o.iteration):
-                raise LinkError(ctx + "an `iteration` body with a path that neither serves nor "
-                                "admits", d.span, help="end every path with `serve` or `admit`")
+                self.scope.defer(LinkError(ctx + "an `iteration` body with a path that neither serves nor "
+                                "admits", d.span, help="end every path with `serve` or `admit`"))
         return ir.Step(budget, cost, chunk, granule, serve, memory, iteration)
 
     def istmt(self, s, pm, sm, member):
@@ -405,8 +408,8 @@ class Linker:
                               [self.istmt(x, pm, sm, member) for x in s.other])
         reg = self.scope.registers.get(s.register)
         if reg is None or reg[1] != member:
-            raise LinkError(pm.context + "`set %s` in its iteration: not one of its registers"
-                            % s.register, s.span,
+            raise LinkError(pm.context + "`set %s` in its iteration: not one of its registers; a "
+                            "body sets a register, not a session attribute" % s.register, s.span,
                             help="declare it with `state %s = 0;` in the stage" % s.register)
         return ir.ISet(reg[0], self.ex.expr(s.value, pm))
 
@@ -430,8 +433,8 @@ class Linker:
             except consts.NotConstant:
                 v = None
             if v is not None and not v > 0:
-                raise LinkError("`arrive renewal(%s)`: an interarrival time must be positive"
-                                % _fmt(v), a.arg.span)
+                self.scope.defer(LinkError("`arrive renewal(%s)`: an interarrival time must be positive"
+                                % _fmt(v), a.arg.span))
             return ir.Arrival("Renewal", e)
         v = _fold(a.arg, self.scope, "`arrive %s`" % a.kind)
         if not (float(v).is_integer() and 1 <= v <= MAX_COUNT):
@@ -443,54 +446,67 @@ class Linker:
     # ---------------------------------------------------------------- the whole
 
     def link(self) -> ir.Program:
+        sc = self.scope
         self.lets()
-        settings = self.run_settings()
         self.families()
+        sc.phase = 2
         registers = self.registers()
         self.attributes()
         pools: List[ir.Pool] = []
         caps: List[tuple] = []
         stages: List[ir.Stage] = []
         decls = []
+        sc.phase = 1
         for it in self.prog.items:
             if type(it) is ast.PoolDecl:
                 decls.append((it, self.pool(it, caps)))
                 pools.extend(decls[-1][1])
+        sc.phase = 2
         for it in self.prog.items:
             if type(it) is ast.StageDecl:
                 stages.extend(self.stage(it))
+        sc.phase = 0
         self.hidden()
-        for d, ps in decls:
-            self.pool_exprs(d, ps)
         arrival = self.arrival()
-        if settings["arrivals"] is not None and arrival.kind not in ("Poisson", "Renewal"):
-            raise LinkError("run: arrivals applies only to poisson or renewal workloads")
         blocks: List[List[ir.Stmt]] = []
         bl = BlockLinker(self.ex, blocks)
         bl.pool_caps = caps
         bl.pending_release = []
         wl = self.prog.workload
-        for b in ((wl.init, "init") if wl else ([], "init"), (wl.turn, "turn") if wl else ([], "turn")):
-            for s in b[0]:
+        for stmts in ((wl.init, wl.turn) if wl else ([], [])):
+            for s in stmts:
                 if type(s) not in (ast.Set, ast.Observe):
-                    raise LinkError("workload blocks may only `set` and `observe`", s.span)
-            bl.block(b[0], Where())
+                    anchor = s.stages[0].span if type(s) is ast.Run else s.span
+                    sc.defer(LinkError("init: workload blocks may only `set` and `observe`",
+                                       anchor))
+            bl.block(stmts, Where())
         self._lint_stale_sets()
         bl.block(self.prog.session, Where())
         bl.finish()
         if bl.forks and not bl.joins:
-            raise LinkError("the program forks but never joins", bl.forks[0].span,
-                            help="write `join;` where the session waits for its legs")
+            sc.defer(LinkError("the program forks but never joins", bl.forks[0].span,
+                               help="write `join;` where the session waits for its legs"))
         if bl.joins and not bl.forks:
-            raise LinkError("the program joins but never forks", bl.joins[0].span,
-                            help="remove the `join`, or `fork { … }` before it")
+            sc.defer(LinkError("the program joins but never forks", bl.joins[0].span,
+                               help="remove the `join`, or `fork { … }` before it"))
         share = self.share(bl, stages)
+        sc.phase = 1
+        for d, ps in decls:
+            self.pool_exprs(d, ps)
+        sc.phase = 3
         gauges = self.gauges()
         claims = self.claims()
+        # Names have resolved; the run settings come next, then validation.
+        settings = self.run_settings()
+        if settings["arrivals"] is not None and arrival.kind not in ("Poisson", "Renewal"):
+            raise LinkError("run: arrivals applies only to poisson or renewal workloads")
+        err = sc.first_deferred()
+        if err is not None:
+            raise err
         trace = self.ov.trace if self.ov.trace is not None else (wl.trace if wl else None)
-        hidden = sorted(self.scope.attr_slots[n] for n in self.scope.hidden)
+        hidden = sorted(sc.attr_slots[n] for n in sc.hidden)
         return ir.Program(
-            attrs=list(self.scope.attrs), observes=list(self.scope.observes), pools=pools,
+            attrs=list(sc.attrs), observes=list(sc.observes), pools=pools,
             stages=stages, arrival=arrival, blocks=blocks, horizon=settings["horizon"],
             warmup=settings["warmup"], seed=settings["seed"], arrivals=settings["arrivals"],
             trace=trace, trace_ordered=bool(wl and wl.trace_ordered), hidden=hidden,
@@ -502,10 +518,10 @@ class Linker:
             return
         for name, span in wl.hidden:
             if name in ("cached", "computed"):
-                raise LinkError("`%s` cannot be hidden: the scheduler sets it" % name, span)
+                self.scope.defer(LinkError("`%s` cannot be hidden: the scheduler sets it" % name, span))
             if name not in self.scope.attr_slots:
-                raise LinkError("hidden `%s`: no `set` or `choose` makes it a session attribute"
-                                % name, span)
+                self.scope.defer(LinkError("hidden `%s`: no `set` or `choose` makes it a session attribute"
+                                % name, span))
             self.scope.hidden[name] = span
 
     def _lint_stale_sets(self) -> None:
@@ -526,12 +542,12 @@ class Linker:
                             for n in _names(e):
                                 if n in stale:
                                     r, st = stale[n]
-                                    raise LinkError(
+                                    self.scope.defer(LinkError(
                                         "`%s` reads %s when the session reaches the `set`, and a "
                                         "hold's header reads `%s` at every admission attempt, "
                                         "when that value is stale" % (n, r, n), st.span,
                                         help="bind it where it is read: `at admission (%s = …)`"
-                                        % n)
+                                        % n))
                     scan(s.body)
                 elif t is ast.Branch:
                     scan(s.then)
@@ -549,22 +565,22 @@ class Linker:
                         kind = stages[k].kind
                         if type(kind) is not ir.Ps or type(kind.capacity) is not ir.Num or \
                                 not kind.capacity.value > 0:
-                            raise LinkError("stage `%s` is held with another stage by one run, "
+                            self.scope.defer(LinkError("stage `%s` is held with another stage by one run, "
                                             "so its capacity is shared: it must be `ps(φ)` with a "
-                                            "constant φ above 0" % n.name, n.span)
+                                            "constant φ above 0" % n.name, n.span))
                         shared.add(k)
         for s, r in bl.shared_runs:
             if r.stage.base in shared and (r.mode != "Plain" or r.growing is not None):
-                raise LinkError("a run on a shared stage is plain: no modes, no `growing`", s.span)
+                self.scope.defer(LinkError("a run on a shared stage is plain: no modes, no `growing`", s.span))
         decls = [it for it in self.prog.items if type(it) is ast.ShareDecl]
         if len(decls) > 1:
-            raise LinkError("`share` twice: a program shares its stages one way", decls[1].span)
+            self.scope.defer(LinkError("`share` twice: a program shares its stages one way", decls[1].span))
         if shared and not decls:
-            raise LinkError("a run over several stages needs the program's `share` policy",
-                            help="add `share maxmin;` or `share bottleneck;`")
+            self.scope.defer(LinkError("a run over several stages needs the program's `share` policy",
+                            help="add `share maxmin;` or `share bottleneck;`"))
         if decls and not shared:
-            raise LinkError("`share` without a run over several stages", decls[0].span,
-                            help="remove the `share` line")
+            self.scope.defer(LinkError("`share` without a run over several stages", decls[0].span,
+                            help="remove the `share` line"))
         if not decls:
             return None
         return "MaxMin" if decls[0].policy == "maxmin" else "Bottleneck"
@@ -605,8 +621,8 @@ class Linker:
             ref = self.ex.ref(it.stage, "s", moment("Const", "a claim's stage", context=ctx))
             member = ref.base + (int(ref.index.value) if ref.index is not None else 0)
             if self.scope.stage_kinds[member] != "step":
-                raise LinkError(ctx + "stage `%s` is not a `step` stage" % it.stage.name,
-                                it.stage.span)
+                self.scope.defer(LinkError(ctx + "stage `%s` is not a `step` stage" % it.stage.name,
+                                it.stage.span))
             e = self.ex.expr(it.expr, moment("Iteration", "an iteration claim", context=ctx,
                                               stage=member))
             out.append(ir.Claim(it.name, "EveryIteration" if it.kind == "every"

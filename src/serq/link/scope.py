@@ -61,6 +61,12 @@ class Moment:
     literal_index: bool = False
     stage: Optional[int] = None  # the stage whose registers / budget this reads
     context: str = ""  # message prefix, e.g. "gauge `g`: "
+    # Where a validation error about this expression points: the statement's
+    # anchor (a run's stage, a hold's first pool) instead of the node itself.
+    anchor: object = None
+    nospan: bool = False
+    # Inside the body of a hold without `cache` (the innermost hold's pool name).
+    no_cache_hold: str = ""
 
     def replace(self, **kw) -> "Moment":
         d = dict(self.__dict__)
@@ -147,6 +153,20 @@ class Scope:
     hidden: Dict[str, object] = field(default_factory=dict)  # name -> span
     # stage member index -> pool member indices admitted via it
     admitted_by: Dict[int, List[int]] = field(default_factory=dict)
+    blocks: Dict[str, Optional[float]] = field(default_factory=dict)  # pool name -> block
+    # Validation errors, raised (the first by phase, then by order) once names
+    # have resolved: the reference resolves every name before it validates.
+    deferred: List[tuple] = field(default_factory=list)
+    phase: int = 0
+
+    def defer(self, err) -> None:
+        self.deferred.append((self.phase, len(self.deferred), err))
+
+    def first_deferred(self):
+        return min(self.deferred)[2] if self.deferred else None
+
+    def pool_block(self, decl) -> float:
+        return self.blocks[decl.name]
 
     def attr(self, name: str) -> int:
         slot = self.attr_slots.get(name)

@@ -28,6 +28,7 @@ class Where:
     """The static context of a statement."""
     holds: List[HoldFrame] = field(default_factory=list)
     in_fork: bool = False
+    no_cache: str = ""  # the pool of the innermost hold, when that hold has no `cache`
 
 
 def _const(e: ast.Expr, lets) -> Optional[float]:
@@ -63,7 +64,7 @@ class BlockLinker:
 
     def stmt(self, s: ast.Stmt, where: Where) -> ir.Stmt:
         t = type(s)
-        m = self.session_m
+        m = self._m(where)
         if t is ast.Set:
             return ir.Set(self.scope.attr(s.name), self.ex.expr(s.value, m))
         if t is ast.Observe:
@@ -76,47 +77,47 @@ class BlockLinker:
             return self.branch(s, where)
         if t is ast.Turn:
             if where.in_fork:
-                raise LinkError("`turn` in a fork leg: a leg does not take turns", s.span,
-                                help="take the turn in the session, after the `join`")
+                self.scope.defer(LinkError("`turn` in a fork leg: a leg does not take turns", s.span,
+                                help="take the turn in the session, after the `join`"))
             return ir.Turn()
         if t is ast.End:
             if where.in_fork:
-                raise LinkError("`end` in a fork leg: a leg ends when its block runs out",
-                                s.span, help="leave the leg's block instead")
+                self.scope.defer(LinkError("`end` in a fork leg: a leg ends when its block runs out",
+                                s.span, help="leave the leg's block instead"))
             return ir.End()
         if t is ast.Loop:
             if not lets_time_pass(s.body, self.scope.lets):
-                raise LinkError("a `loop` must let time pass on every path through its body: "
+                self.scope.defer(LinkError("a `loop` must let time pass on every path through its body: "
                                 "reach a `run` of positive work, a `hold` whose body does, or "
                                 "`end`", s.span,
-                                help="put a `run` on every path, or leave with `end`")
+                                help="put a `run` on every path, or leave with `end`"))
             return ir.Loop(self.block(s.body, where))
         if t is ast.Choose:
             slot = self.scope.attr(s.var)
-            return ir.Choose(slot, self.ex.expr(s.count, m),
-                             [self.ex.expr(k, m) for k in s.keys])
+            cm = m.replace(nospan=True)
+            return ir.Choose(slot, self.ex.expr(s.count, cm), [self.ex.expr(k, cm) for k in s.keys])
         if t is ast.Fork:
             if where.in_fork:
-                raise LinkError("`fork` in a fork leg: legs do not fork", s.span)
+                self.scope.defer(LinkError("`fork` in a fork leg: legs do not fork", s.span))
             for frame in where.holds:
                 for ref in frame.refs:
                     if self._may_preempt(ref):
-                        raise LinkError("`fork` inside a hold on a pool that may preempt: the "
+                        self.scope.defer(LinkError("`fork` inside a hold on a pool that may preempt: the "
                                         "hold runs again from its start and forks a second leg",
-                                        s.span)
+                                        s.span))
             self.forks.append(s)
             return ir.Fork(self.block(s.body, Where(holds=[], in_fork=True)))
         if t is ast.Join:
             if where.in_fork:
-                raise LinkError("`join` in a fork leg: only the session joins its legs", s.span)
+                self.scope.defer(LinkError("`join` in a fork leg: only the session joins its legs", s.span))
             self.joins.append(s)
             return ir.Join()
         if t in (ast.Grow, ast.Load):
             ref = self.ex.ref(s.ref, "p", m)
             word = "grow" if t is ast.Grow else "load"
             self._inside_hold(ref, s, word, where)
-            amount = self.ex.expr(s.amount, m)
-            self._amount(s.amount, "`%s %s`" % (word, s.ref.name))
+            amount = self.ex.expr(s.amount, m.replace(anchor=s.ref.span))
+            self._amount(s.amount, "`%s %s`" % (word, s.ref.name), s.ref.span)
             return (ir.Grow if t is ast.Grow else ir.Load)(ref, amount)
         if t is ast.Drop:
             return ir.Drop(self.ex.ref(s.ref, "p", m))
@@ -135,36 +136,42 @@ class BlockLinker:
                 continue
             if any(ref == r for r in self.leased):
                 continue
-            raise LinkError("`release %s` outside a hold of `%s`, and no hold leases it"
-                            % (s.ref.name, s.ref.name), s.span,
+            self.scope.defer(LinkError("`release %s` outside a hold of `%s`, and no hold leases it"
+                            % (s.ref.name, s.ref.name), s.ref.span,
                             help="write `release` inside the hold, or lease the pool with "
-                            "`lease %s (t)` after the hold" % s.ref.name)
+                            "`lease %s (t)` after the hold" % s.ref.name))
 
     # --------------------------------------------------------------- helpers
+
+    def _m(self, where: Where):
+        if where.no_cache:
+            return self.session_m.replace(no_cache_hold=where.no_cache)
+        return self.session_m
 
     def _may_preempt(self, ref: ir.Ref) -> bool:
         decl = self.ex.pool_decl(ref)
         return decl.preempt is not None
 
     def _inside_hold(self, ref: ir.Ref, s, word: str, where: Where) -> None:
+        node = s.ref if hasattr(s, "ref") else s
         for frame in where.holds:
             if any(ref == r for r in frame.refs):
                 return
-        raise LinkError("`%s %s` outside a hold of `%s`: it acts on an enclosing hold's "
-                        "allocation" % (word, s.ref.name, s.ref.name), s.span,
+        self.scope.defer(LinkError("`%s %s` outside a hold of `%s`: it acts on an enclosing hold's "
+                        "allocation" % (word, node.name, node.name), node.span,
                         help="put it inside `hold %s (…) { … }`, naming the pool the same way"
-                        % s.ref.name)
+                        % node.name))
 
-    def _amount(self, e: ast.Expr, what: str) -> None:
+    def _amount(self, e: ast.Expr, what: str, anchor) -> None:
         v = _const(e, self.scope.lets)
         if v is not None and (v != v or v < 0):
-            raise LinkError("%s: an amount of units, tokens or seconds is a number, and not "
-                            "negative; this one is %s" % (what, v), e.span)
+            self.scope.defer(LinkError("%s: an amount of units, tokens or seconds is a number, and "
+                                       "not negative; this one is %s" % (what, _fmt(v)), anchor))
 
     # ------------------------------------------------------------ statements
 
     def run(self, s: ast.Run, where: Where) -> ir.Run:
-        m = self.session_m
+        m = self._m(where).replace(anchor=s.stages[0].span)
         refs = [self.ex.ref(n, "s", m) for n in s.stages]
         first = refs[0]
         kinds = self.scope.stage_kinds[first.base:first.base + first.count]
@@ -172,29 +179,29 @@ class BlockLinker:
         name = s.stages[0].name
         if len(refs) == 1:
             if s.mode != "plain" and not is_step:
-                raise LinkError("`prefill`/`decode` are required on a step stage and not allowed "
-                                "elsewhere: `%s` is a %s stage" % (name, kinds[0]), s.span,
-                                help="write `run %s (work)`" % name)
+                self.scope.defer(LinkError("`prefill`/`decode` are required on a step stage and not allowed "
+                                "elsewhere: `%s` is a %s stage" % (name, kinds[0]), s.stages[0].span,
+                                help="write `run %s (work)`" % name))
             if s.mode == "plain" and is_step:
-                raise LinkError("`prefill`/`decode` are required on a step stage and not allowed "
-                                "elsewhere: `%s` is a step stage" % name, s.span,
+                self.scope.defer(LinkError("`prefill`/`decode` are required on a step stage and not allowed "
+                                "elsewhere: `%s` is a step stage" % name, s.stages[0].span,
                                 help="write `run %s prefill (tokens)` or `run %s decode (tokens)`"
-                                % (name, name))
+                                % (name, name)))
         growing = None
         if s.growing is not None:
             if not is_step or len(refs) > 1:
-                raise LinkError("`growing` needs a step stage", s.growing.span)
+                self.scope.defer(LinkError("`growing` needs a step stage", s.stages[0].span))
             growing = self.ex.ref(s.growing, "p", m)
-            self._inside_hold(growing, type("G", (), {"ref": s.growing})(), "growing", where)
+            self._inside_hold(growing, s.growing, "growing", where)
         work = self.ex.expr(s.work, m)
-        self._amount(s.work, "`run %s`" % name)
+        self._amount(s.work, "`run %s`" % name, s.stages[0].span)
         out = ir.Run(first, {"plain": "Plain", "prefill": "Prefill", "decode": "Decode"}[s.mode],
                      work, growing, refs[1:])
         if len(refs) > 1:
             seen = set()
             for n, r in zip(s.stages, refs):
                 if r.base in seen:
-                    raise LinkError("stage `%s` is named twice in one run" % n.name, n.span)
+                    self.scope.defer(LinkError("stage `%s` is named twice in one run" % n.name, n.span))
                 seen.add(r.base)
         self.shared_runs.append((s, out))
         return out
@@ -206,42 +213,45 @@ class BlockLinker:
             ref = self.ex.ref(hp.ref, "p", self.session_m)
             for r in refs:
                 if r.base == ref.base and r.index == ref.index:
-                    raise LinkError("a hold takes `%s` twice; hold it once, with the units (and "
-                                    "any reserve) added" % hp.ref.name, hp.ref.span)
+                    self.scope.defer(LinkError("a hold takes `%s` twice; hold it once, with the units (and "
+                                    "any reserve) added" % hp.ref.name, s.pools[0].ref.span))
             refs.append(ref)
         admit_stage = self._admit_stage(refs[0])
-        am = moment("Admit", "a hold's header", stage=admit_stage)
+        anchor = s.pools[0].ref.span
+        am = moment("Admit", "a hold's header", stage=admit_stage, anchor=anchor)
         for hp, ref in zip(s.pools, refs):
             units = self.ex.expr(hp.units, am.replace(name="a hold's units"))
             reserve = None
             if hp.reserve is not None:
                 reserve = self.ex.expr(hp.reserve, am.replace(name="a hold's reserve"))
-            self._amount(hp.units, "`hold %s`" % hp.ref.name)
+            self._amount(hp.units, "`hold %s`" % hp.ref.name, anchor)
             self._fit(hp, ref)
             pools.append(ir.HoldPool(ref, units, reserve))
         reuse = None
         if s.reuse is not None:
             if s.cache is None:
-                raise LinkError("`reuse` on a hold on `%s` that has no `cache` clause: nothing is "
+                self.scope.defer(LinkError("`reuse` on a hold on `%s` that has no `cache` clause: nothing is "
                                 "reused without a cache" % s.pools[0].ref.name, s.reuse.span,
-                                help="add `cache (…)` after the hold's body, or drop `reuse`")
+                                help="add `cache (…)` after the hold's body, or drop `reuse`"))
             reuse = self.ex.expr(s.reuse, am.replace(name="a hold's reuse"))
         lease = None
         lease_ref = None
         if s.lease is not None:
             lease_ref = self.ex.ref(s.lease.ref, "p", self.session_m)
             if not any(lease_ref == r for r in refs):
-                raise LinkError("`lease %s`: the hold does not take that pool" % s.lease.ref.name,
-                                s.lease.ref.span,
+                self.scope.defer(LinkError("`lease %s`: the hold does not take that pool" % s.lease.ref.name,
+                                anchor,
                                 help="lease one of the hold's own pools, written as the hold "
-                                "writes it")
+                                "writes it"))
             self.leased.append(lease_ref)
         frame = HoldFrame(refs, s.cache is not None, lease_ref)
-        inner = Where(holds=where.holds + [frame], in_fork=where.in_fork)
+        inner = Where(holds=where.holds + [frame], in_fork=where.in_fork,
+                      no_cache="" if s.cache is not None else s.pools[0].ref.name)
         body = self.block(s.body, inner)
-        cache = None if s.cache is None else self.ex.expr(s.cache, self.session_m)
+        sm = self._m(where).replace(anchor=anchor)
+        cache = None if s.cache is None else self.ex.expr(s.cache, sm)
         if s.lease is not None:
-            lease = (lease_ref, self.ex.expr(s.lease.time, self.session_m))
+            lease = (lease_ref, self.ex.expr(s.lease.time, sm))
         return ir.Hold(pools, reuse, body, cache, lease)
 
     def _admit_stage(self, ref: ir.Ref) -> Optional[int]:
@@ -263,10 +273,10 @@ class BlockLinker:
         if not fits:
             cap, block = caps[0]
             rounded = need if not block else -(-need // block) * block
-            raise LinkError("`hold %s (%s)` can never fit: it needs %s unit(s) (%s in whole "
+            self.scope.defer(LinkError("`hold %s (%s)` can never fit: it needs %s unit(s) (%s in whole "
                             "blocks) and the pool holds %s" % (
                                 hp.ref.name, _fmt(units), _fmt(need), _fmt(rounded), _fmt(cap)),
-                            hp.span, help="raise the pool's `cap` or lower the request")
+                            hp.span, help="raise the pool's `cap` or lower the request"))
 
     def scope_pool_caps(self, ref: ir.Ref):
         out = []
@@ -282,12 +292,12 @@ class BlockLinker:
         v = _const(s.test, self.scope.lets)
         if v is not None and v not in (0.0, 1.0):
             if 0.0 < v < 1.0:
-                raise LinkError("`branch (%s)`: a constant guard strictly between 0 and 1 is "
+                self.scope.defer(LinkError("`branch (%s)`: a constant guard strictly between 0 and 1 is "
                                 "always an error at run time" % _fmt(v), s.test.span,
-                                help="a draw is written `branch with (%s)`" % _fmt(v))
-            raise LinkError("`branch (%s)`: the guard is %s, not 0 or 1" % (_fmt(v), _fmt(v)),
-                            s.test.span, help="a test reads 1 or 0")
-        test = self.ex.expr(s.test, self.session_m)
+                                help="a draw is written `branch with (%s)`" % _fmt(v)))
+            self.scope.defer(LinkError("`branch (%s)`: the guard is %s, not 0 or 1" % (_fmt(v), _fmt(v)),
+                            s.test.span, help="a test reads 1 or 0"))
+        test = self.ex.expr(s.test, self._m(where))
         then = self.block(s.then, where)
         other = self.block(s.other, where)
         return ir.Branch(test, then, other)

@@ -1,0 +1,73 @@
+"""The front door of the front end: text (or a file) -> checked IR.
+
+``compile_program`` mirrors ``pyserq.compile``: exactly one of ``path`` and
+``source``, plus the overrides.  Errors are ``SerqError``s carrying a span and
+the text it points into.
+"""
+import os
+from typing import Dict, Optional
+
+from .errors import SerqError, Span, SyntaxError_, UsageError
+from .ir import nodes as ir
+from .link import Overrides, link
+from .syntax import ast
+from .syntax.lexer import tokenize
+from .syntax.parser import Parser, parse_program
+
+MAX_SOURCE = 200 * 1024 * 1024
+
+
+def parse_expression(text: str, file: str = "<override>") -> ast.Expr:
+    """One expression, as a ``--set`` or ``--def`` value is written."""
+    p = Parser(text, file, None, None, True)
+    p.toks = tokenize(text, file)
+    p.prog = ast.Program(file=file, source=text)
+    e = p.parse_expr()
+    tok = p.peek()
+    if tok.kind != "eof":
+        raise SyntaxError_("unexpected `%s` after the expression" % tok.text, tok.span(),
+                           source=text)
+    return e
+
+
+def read_source(path: str) -> str:
+    """A program file's text; unreadable or non-UTF-8 files are located errors."""
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_SOURCE:
+            raise UsageError("cannot read %s: it is %d bytes, above the %d-byte limit for a "
+                             "program" % (path, size, MAX_SOURCE))
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise UsageError("cannot read %s: %s" % (path, e.strerror or e)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise SyntaxError_("the file is not UTF-8 text (byte 0x%02x)" % data[e.start],
+                           Span(path, line, col),
+                           help="save the program as UTF-8") from None
+
+
+def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
+                    sets: Optional[Dict[str, object]] = None,
+                    defs: Optional[Dict[str, str]] = None, seed: Optional[int] = None,
+                    horizon: Optional[float] = None, warmup: Optional[float] = None,
+                    arrivals: Optional[int] = None, trace: Optional[str] = None) -> ir.Program:
+    if (path is None) == (source is None):
+        raise UsageError("compile takes exactly one of a path and a source")
+    if path is not None:
+        text = read_source(path)
+        file = path
+    else:
+        text = source
+        file = "<text>"
+    prog = parse_program(text, file, defs=defs, sets=sets, from_text=path is None)
+    ov = Overrides(sets=sets, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
+                   trace=trace)
+    return link(prog, ov, parse_expr=parse_expression)
+
+
+__all__ = ["compile_program", "parse_expression", "read_source", "SerqError"]

@@ -1,0 +1,52 @@
+"""The front-end conformance corpus (tests/programs): finding programs and
+reading their ``// serq-args:`` header (the syntax regen.py documents)."""
+import os
+import shlex
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Dict, List
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+HEADER = "serq-args:"
+
+
+def programs(kind: str) -> List[Path]:
+    return sorted((PROGRAMS / kind).glob("*.sq"))
+
+
+def header_kwargs(text: str) -> Dict[str, object]:
+    """Keyword arguments for ``compile_program`` from the header line."""
+    kwargs: Dict[str, object] = {}
+    for line in text.splitlines():
+        s = line.strip()
+        if not s:
+            continue
+        if not s.startswith("//"):
+            break
+        body = s[2:].strip()
+        if not body.startswith(HEADER):
+            continue
+        toks = shlex.split(body[len(HEADER):])
+        for opt, val in zip(toks[::2], toks[1::2]):
+            if opt in ("--set", "--def"):
+                name, _, expr = val.partition("=")
+                kwargs.setdefault("sets" if opt == "--set" else "defs", {})[name] = expr
+            elif opt in ("--seed", "--arrivals"):
+                kwargs[opt[2:]] = int(val)
+            elif opt in ("--horizon", "--warmup"):
+                kwargs[opt[2:]] = float(val)
+            elif opt == "--trace":
+                kwargs["trace"] = val
+            else:
+                raise ValueError("serq-args: unknown option %s" % opt)
+    return kwargs
+
+
+@contextmanager
+def in_dir(path: Path):
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)

@@ -1,0 +1,29 @@
+"""Every valid program of the corpus compiles to IR JSON-equal to the
+reference's (the committed ``NAME.ir.json``, written by regen.py from pyserq
+0.1.3); and, when pyserq is installed, equal to what it says live."""
+import json
+
+import pytest
+
+from corpus import header_kwargs, in_dir, programs
+from serq.compiler import compile_program
+from serq.ir.json import dumps
+
+VALID = programs("valid")
+
+
+def compile_json(path):
+    kwargs = header_kwargs(path.read_text())
+    with in_dir(path.parent):
+        return dumps(compile_program(path.name, **kwargs))
+
+
+@pytest.mark.parametrize("path", VALID, ids=[p.stem for p in VALID])
+def test_ir_matches_reference(path):
+    expected = json.loads(path.with_suffix(".ir.json").read_text())
+    got = json.loads(compile_json(path))
+    assert got == expected
+
+
+def test_corpus_is_large_enough():
+    assert len(VALID) >= 80
