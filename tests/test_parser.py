@@ -565,3 +565,20 @@ def test_no_semicolon_after_blocks(src, pos):
 
 def test_step_stage_may_end_with_semicolon():
     assert parse("stage e : step { cost 1; };").items[0].kind == "step"
+
+
+@pytest.mark.parametrize("src,pos,msg", [
+    ("session { set x = 1..2; }", (1, 19), "bad number `1..2`"),
+    ("def f(x) = (x;", (1, 5), "`def f` is not closed"),
+    ("def f(x) = x);", (1, 13), "unmatched `)`"),
+    ("def f(x) { set a = x;", (1, 5), "`def f` is not closed"),
+])
+def test_def_body_shape_and_numbers(src, pos, msg):
+    e = err(src, add_run=False)
+    assert (e.span.line, e.span.col) == pos and msg in e.message
+
+
+def test_semantic_checks_wait_for_syntax_errors():
+    # like the reference: a later syntax error is reported before a def clash
+    e = err("pool kv {} def kv(x) = x;\nsession { set a = ; }")
+    assert (e.span.line, e.span.col) == (2, 19)

@@ -102,12 +102,8 @@ def tokenize(text: str, file: str = "<text>") -> List[Token]:
             continue
         if _is_digit(ch) or (ch == "." and i + 1 < n and _is_digit(text[i + 1])):
             j = i
-            while j < n and (_is_digit(text[j]) or text[j] == "_"):
+            while j < n and (_is_digit(text[j]) or text[j] == "_" or text[j] == "."):
                 j += 1
-            if j < n and text[j] == ".":
-                j += 1
-                while j < n and (_is_digit(text[j]) or text[j] == "_"):
-                    j += 1
             if j < n and text[j] in "eE":
                 k = j + 1
                 if k < n and text[k] in "+-":
@@ -118,9 +114,12 @@ def tokenize(text: str, file: str = "<text>") -> List[Token]:
                     j = k
             raw = text[i:j]
             try:
+                if raw.count(".") > 1:
+                    raise ValueError(raw)
                 value = float(raw.replace("_", "") or "0")
             except (ValueError, OverflowError):
-                raise err("malformed number `%s`" % raw, line, col, len(raw))
+                raise err("bad number `%s`" % raw, line, col, len(raw),
+                          help="a number has at most one `.`")
             toks.append(Token(NUMBER, raw, line, col, value, None, file, text))
             i = j
             continue

@@ -57,6 +57,9 @@ class Parser:
         self.in_fork = 0
         self.use_notes: List[str] = []
         self.requests: List[_Request] = []
+        # checks the reference makes after the whole text parsed: the first
+        # such error is raised once parsing succeeded
+        self.deferred: Optional[SyntaxError_] = None
 
     # ------------------------------------------------------------ errors
 
@@ -70,6 +73,10 @@ class Parser:
         return SyntaxError_(msg, span, help=help, notes=list(self.use_notes), source=src)
 
     # ------------------------------------------------------------ tokens
+
+    def defer(self, e: SyntaxError_) -> None:
+        if self.deferred is None:
+            self.deferred = e
 
     def peek(self, k: int = 0) -> Token:
         i = self.pos + k
@@ -137,6 +144,8 @@ class Parser:
         self.client_session: Optional[list] = None
         self.share_tok: Optional[Token] = None
         self.items_top(prog, library=False)
+        if self.deferred is not None:
+            raise self.deferred
         self.finish(prog)
         return prog
 
@@ -294,8 +303,8 @@ class Parser:
             raise self.error("`%s` is a word of the language" % n, name,
                              help="choose another name for the definition")
         if n in self.program_names:
-            raise self.error("`%s` is defined, and is also a %s" % (n, self.program_names[n]), name,
-                             help="rename one of them")
+            self.defer(self.error("`%s` is defined, and is also a %s" % (n, self.program_names[n]), name,
+                                  help="rename one of them"))
         if n in self.defs:
             raise self.error("`%s` is defined twice" % n, name, help="rename or remove one definition")
         self.expect("(")
@@ -317,25 +326,38 @@ class Parser:
         body: List[Token] = []
         if self.accept("="):
             is_block = False
-            while not self.at(";") and self.peek().kind != EOF:
+            stack: List[str] = []
+            while True:
+                t = self.peek()
+                if t.kind == EOF:
+                    raise self.error("`def %s` is not closed" % n, name,
+                                     help="end an expression definition with `;`")
+                if t.kind == PUNCT:
+                    if t.text in "([{":
+                        stack.append(t.text)
+                    elif t.text in ")]}":
+                        if not stack or "([{"[")]}".index(t.text)] != stack[-1]:
+                            raise self.error("unmatched `%s`" % t.text, t)
+                        stack.pop()
+                    elif t.text == ";" and not stack:
+                        break
                 body.append(self.next())
             self.expect(";")
             if n in self.defs_override:
                 body = tokenize(self.defs_override[n], "--def %s" % n)[:-1]
         elif self.at("{"):
             is_block = True
-            open_ = self.next()
-            depth = 1
+            self.next()
+            stack = ["{"]
             while True:
                 t = self.peek()
                 if t.kind == EOF:
-                    raise self.error("the body of `%s` is not closed" % n, open_,
-                                     help="close the body with `}`")
+                    raise self.error("`def %s` is not closed" % n, name, help="close the body with `}`")
                 if t.kind == PUNCT and t.text == "{":
-                    depth += 1
+                    stack.append(t.text)
                 elif t.kind == PUNCT and t.text == "}":
-                    depth -= 1
-                    if depth == 0:
+                    stack.pop()
+                    if not stack:
                         self.next()
                         break
                 body.append(self.next())
@@ -622,12 +644,13 @@ class Parser:
         close = self.next()
         if iter_tok is not None and (only_tok is not None or opts.serve == "exclusive"):
             if only_tok is not None:
-                raise self.error("an `iteration` body with a stage-level `serve only`: the body says "
+                self.defer(self.error("an `iteration` body with a stage-level `serve only`: the body says "
                                  "which residents it serves", iter_tok,
-                                 help="write the `only` inside the body: `serve only (p); admit only (p);`")
-            raise self.error("an `iteration` body with `serve exclusive prefill`: the rule takes back decodes "
-                             "already chosen, which a body cannot", iter_tok,
-                             help="drop one of the two")
+                                      help="write the `only` inside the body: `serve only (p); admit only (p);`"))
+            else:
+                self.defer(self.error("an `iteration` body with `serve exclusive prefill`: the rule takes back "
+                                      "decodes already chosen, which a body cannot", iter_tok,
+                                      help="drop one of the two"))
         if cost is None:
             raise self.error("a step stage needs `cost`", self.peek(),
                              help="add `cost EXPR;` to the step options of `%s`" % name.text)
@@ -796,8 +819,8 @@ class Parser:
                 body = self.parse_block("workload")
                 bad = _first_not_set_observe(body)
                 if bad is not None:
-                    raise SyntaxError_("%s: workload blocks may only `set` and `observe`" % w, bad.span,
-                                       help="move the statement into the session", source=self.text)
+                    self.defer(SyntaxError_("%s: workload blocks may only `set` and `observe`" % w, bad.span,
+                                            help="move the statement into the session", source=self.text))
                 if w == "init":
                     wl.init = body
                 else:
@@ -1044,10 +1067,10 @@ class Parser:
             for n, v, bsp in bindings:
                 live = _live(v) if n in read else None
                 if live is not None:
-                    raise SyntaxError_("the body reads `%s`, and `%s` reads `%s`: the body sees a binding that "
+                    self.defer(SyntaxError_("the body reads `%s`, and `%s` reads `%s`: the body sees a binding that "
                                        "reads only attributes and constants" % (n, n, live), bsp,
                                        help="`set` the value in the body instead", notes=list(self.use_notes),
-                                       source=self.text if bsp.file == self.file else None)
+                                       source=self.text if bsp.file == self.file else None))
             sets = [ast.Set(n, copy.deepcopy(v), bsp) for n, v, bsp in bindings if n in read]
             body = sets + body
         hold = ast.Hold(pools, reuse, body, cache, lease, sp)
@@ -1176,10 +1199,12 @@ class Parser:
                         t.text in STATE_FUNCS and i + 1 < len(a) and a[i + 1].text == "("))
                     if live:
                         what = "now" if t.text == "now" else "%s(…)" % t.text
-                        raise self.error("the argument for `%s` of `%s` reads `%s`, which changes while "
-                                         "statements run: the body would read it where it reads the "
-                                         "parameter, not here" % (p, info.name, what), name_tok,
-                                         help="`set` the value into an attribute first and pass the attribute")
+                        self.defer(self.error(
+                            "the argument for `%s` of `%s` reads `%s`, which changes while statements run: "
+                            "the body would read it where it reads the parameter, not here"
+                            % (p, info.name, what), name_tok,
+                            help="`set` the value into an attribute first and pass the attribute"))
+                        break
         env: Dict[str, List[Token]] = {}
         for p, a in zip(info.params, args):
             if len(a) == 1 and a[0].kind == IDENT:
