@@ -307,6 +307,10 @@ class Linker:
                 to = self.ex.ref(sp.to, "p", moment("Const", "a spill tier"))
                 via = self.ex.ref(sp.via, "s", moment("Const", "a spill link"))
                 em = moment("Evict", "a spill clause", context=ctx)
+                if to.base == self.scope.pools[d.name].base and to.count == \
+                        self.scope.pools[d.name].count:
+                    self.scope.defer(LinkError(ctx + "`spill %s`: a pool spills into another tier, "
+                                               "not into itself" % sp.to.name, sp.to.span))
                 p.spill = ir.Spill(to.base + (int(to.index.value) if to.index else 0),
                                    via.base + (int(via.index.value) if via.index else 0),
                                    self.ex.expr(sp.work, em), self.ex.expr(sp.when, em))
@@ -332,6 +336,9 @@ class Linker:
             elif d.kind == "ps":
                 kind = ir.Ps(self.ex.expr(d.capacity, moment(
                     "Ps", "a ps stage's capacity", context=ctx, stage=member)))
+                if i == 0:
+                    self._positive(d.capacity, ctx + "`ps(%s)`: a ps stage without a positive "
+                                   "capacity never finishes its jobs", strict=True)
             elif d.kind == "delay":
                 kind = ir.Delay()
             else:
@@ -347,6 +354,16 @@ class Linker:
             o.chunk, bm.replace(name="a step stage's chunk"))
         cost = self.ex.expr(o.cost, moment("Step", "a step stage's cost", context=ctx,
                                            stage=member))
+        if member == fam.base:
+            if o.budget is not None:
+                self._positive(o.budget, ctx + "`budget %s`: an iteration with no token "
+                               "budget schedules nothing", strict=True)
+            self._positive(o.cost, ctx + "`cost %s`: an iteration costs time, above 0",
+                           strict=True)
+            if o.chunk is not None:
+                self._positive(o.chunk, ctx + "`chunk %s`: a chunk is a number of tokens, "
+                               "not negative",
+                               strict=False)
         granule = None
         if o.granule is not None:
             g = _fold(o.granule, self.scope, ctx + "granule")
@@ -393,6 +410,15 @@ class Linker:
                                 "admits", d.span, help="end every path with `serve` or `admit`"))
         return ir.Step(budget, cost, chunk, granule, serve, memory, iteration)
 
+    def _positive(self, e: ast.Expr, msg: str, strict: bool) -> None:
+        """Refuse a constant that is not above 0 (or, with ``strict`` off, below 0)."""
+        try:
+            v = consts.fold(e, self.scope.lets)
+        except (consts.NotConstant, LinkError):
+            return
+        if v != v or v < 0 or (strict and v == 0):
+            self.scope.defer(LinkError(msg % _fmt(v), e.span))
+
     def istmt(self, s, pm, sm, member):
         t = type(s)
         om = moment("Only", "an `only` predicate", context=pm.context, stage=member)
@@ -428,9 +454,12 @@ class Linker:
             return ir.Arrival("Poisson", v)
         if a.kind == "renewal":
             e = self.ex.expr(a.arg, moment("Renewal", "a renewal arrival's gap"))
+            arg = a.arg
+            if type(arg) is ast.Draw and arg.dist == "det" and len(arg.args) == 1:
+                arg = arg.args[0]
             try:
-                v = consts.fold(a.arg, self.scope.lets)
-            except consts.NotConstant:
+                v = consts.fold(arg, self.scope.lets)
+            except (consts.NotConstant, LinkError):
                 v = None
             if v is not None and not v > 0:
                 self.scope.defer(LinkError("`arrive renewal(%s)`: an interarrival time must be positive"
@@ -599,6 +628,13 @@ class Linker:
             seen.add(it.name)
             m = moment("Gauge", "a gauge", context="gauge `%s`: " % it.name)
             out.append(ir.Gauge(it.name, self.ex.expr(it.expr, m)))
+            try:
+                v = consts.fold(it.expr, self.scope.lets)
+            except (consts.NotConstant, LinkError):
+                v = 0.0
+            if v != v:
+                self.scope.defer(LinkError("gauge `%s` is NaN at every instant" % it.name,
+                                           it.expr.span, help="a gauge is a number"))
         return out
 
     def claims(self) -> List[ir.Claim]:

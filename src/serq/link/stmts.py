@@ -32,6 +32,8 @@ class Where:
 
 
 def _const(e: ast.Expr, lets) -> Optional[float]:
+    if type(e) is ast.Draw and e.dist == "det" and len(e.args) == 1:
+        e = e.args[0]
     try:
         return consts.fold(e, lets)
     except consts.NotConstant:
@@ -95,6 +97,11 @@ class BlockLinker:
         if t is ast.Choose:
             slot = self.scope.attr(s.var)
             cm = m.replace(nospan=True)
+            n = _const(s.count, self.scope.lets)
+            if n is not None and not (n >= 0 and float(n).is_integer()):
+                self.scope.defer(LinkError("`choose %s in (%s)`: the count is %s, not a whole "
+                                           "number" % (s.var, _fmt(n), _fmt(n)), s.span,
+                                           help="choose among a whole number of candidates"))
             return ir.Choose(slot, self.ex.expr(s.count, cm), [self.ex.expr(k, cm) for k in s.keys])
         if t is ast.Fork:
             if where.in_fork:
@@ -195,6 +202,10 @@ class BlockLinker:
             self._inside_hold(growing, s.growing, "growing", where)
         work = self.ex.expr(s.work, m)
         self._amount(s.work, "`run %s`" % name, s.stages[0].span)
+        if _const(s.work, self.scope.lets) == float("inf"):
+            self.scope.defer(LinkError("`run %s (inf)`: a job of infinite work never finishes, and "
+                                       "its session never goes on" % name, s.stages[0].span,
+                                       help="give the run a finite amount of work"))
         out = ir.Run(first, {"plain": "Plain", "prefill": "Prefill", "decode": "Decode"}[s.mode],
                      work, growing, refs[1:])
         if len(refs) > 1:
@@ -226,6 +237,8 @@ class BlockLinker:
                 reserve = self.ex.expr(hp.reserve, am.replace(name="a hold's reserve"))
             self._amount(hp.units, "`hold %s`" % hp.ref.name, anchor)
             self._fit(hp, ref)
+            if hp.reserve is not None:
+                self._amount(hp.reserve, "`hold %s … reserve`" % hp.ref.name, anchor)
             pools.append(ir.HoldPool(ref, units, reserve))
         reuse = None
         if s.reuse is not None:
@@ -250,8 +263,11 @@ class BlockLinker:
         body = self.block(s.body, inner)
         sm = self._m(where).replace(anchor=anchor)
         cache = None if s.cache is None else self.ex.expr(s.cache, sm)
+        if s.cache is not None:
+            self._amount(s.cache, "`cache`", anchor)
         if s.lease is not None:
             lease = (lease_ref, self.ex.expr(s.lease.time, sm))
+            self._amount(s.lease.time, "`lease %s`" % s.lease.ref.name, anchor)
         return ir.Hold(pools, reuse, body, cache, lease)
 
     def _admit_stage(self, ref: ir.Ref) -> Optional[int]:
@@ -289,6 +305,12 @@ class BlockLinker:
     pool_caps: List[tuple]
 
     def branch(self, s: ast.Branch, where: Where) -> ir.Branch:
+        t = s.test
+        if type(t) is ast.Draw and t.dist == "bernoulli" and len(t.args) == 1:
+            p = _const(t.args[0], self.scope.lets)
+            if p is not None and not (0.0 <= p <= 1.0):
+                self.scope.defer(LinkError("`branch with (%s)`: a probability is between 0 and 1"
+                                           % _fmt(p), t.args[0].span))
         v = _const(s.test, self.scope.lets)
         if v is not None and v not in (0.0, 1.0):
             if 0.0 < v < 1.0:

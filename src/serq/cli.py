@@ -1,0 +1,161 @@
+"""The ``serq`` command line.
+
+    serq check FILE [--set NAME=EXPR]... [--def NAME=EXPR]...
+    serq ir    FILE [--set …]... [--def …]... [--seed N] [--horizon T]
+                    [--warmup T] [--arrivals N] [--trace F]
+    serq ir    --from-json IR.json
+
+Exit status: 0 success, 1 an error in the user's input (printed as
+``FILE:LINE:COL: error: …`` with the source line and a caret), 2 a usage
+error.  No input, however malformed, ends in a Python traceback.
+"""
+import argparse
+import math
+import sys
+from typing import List, Optional
+
+from . import SERQ_VERSION, __version__
+from .errors import SerqError, UsageError
+
+
+def _pair(text: str, flag: str):
+    name, eq, value = text.partition("=")
+    if not eq or not name.strip():
+        raise UsageError("%s %s: write %s NAME=EXPR" % (flag, text, flag))
+    return name.strip(), value
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
+    if v < 0:
+        raise argparse.ArgumentTypeError("%r is negative" % text)
+    return v
+
+
+def _pos_int(text: str) -> int:
+    v = _nonneg_int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError("%r is not positive" % text)
+    return v
+
+
+def _time(text: str, positive: bool):
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number" % text)
+    if math.isnan(v) or math.isinf(v) or v < 0 or (positive and v == 0):
+        raise argparse.ArgumentTypeError("%r is not a finite %s number"
+                                         % (text, "positive" if positive else "non-negative"))
+    return v
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="serq", description="serQ %s: parse, check and compile "
+                                 "serving programs" % SERQ_VERSION)
+    ap.add_argument("-V", "--version", action="version",
+                    version="serq %s (serQ %s, IR 11)" % (__version__, SERQ_VERSION))
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+
+    def overrides(p, run_settings: bool):
+        p.add_argument("--set", action="append", default=[], metavar="NAME=EXPR",
+                       help="replace a `let` constant")
+        p.add_argument("--def", dest="defs", action="append", default=[], metavar="NAME=EXPR",
+                       help="replace an expression definition's body")
+        if run_settings:
+            p.add_argument("--seed", type=_nonneg_int)
+            p.add_argument("--horizon", type=lambda t: _time(t, True))
+            p.add_argument("--warmup", type=lambda t: _time(t, False))
+            p.add_argument("--arrivals", type=_pos_int)
+            p.add_argument("--trace", metavar="FILE")
+
+    c = sub.add_parser("check", help="parse, link and validate a program")
+    c.add_argument("file")
+    overrides(c, False)
+    i = sub.add_parser("ir", help="print a program's IR (version 11) as JSON")
+    i.add_argument("file", nargs="?")
+    i.add_argument("--from-json", metavar="IR", help="read IR JSON and print it back")
+    overrides(i, True)
+    return ap
+
+
+def _compile(args, run_settings: bool):
+    from .compiler import compile_program
+    sets = dict(_pair(t, "--set") for t in args.set)
+    defs = dict(_pair(t, "--def") for t in args.defs)
+    kw = {}
+    if run_settings:
+        kw = dict(seed=args.seed, horizon=args.horizon, warmup=args.warmup,
+                  arrivals=args.arrivals, trace=args.trace)
+    return compile_program(args.file, sets=sets, defs=defs, **kw)
+
+
+def _cmd_check(args) -> int:
+    prog = _compile(args, False)
+    print("OK: %d pool(s), %d stage(s), %d attribute(s), %d block(s)"
+          % (len(prog.pools), len(prog.stages), len(prog.attrs), len(prog.blocks)))
+    return 0
+
+
+def _cmd_ir(args) -> int:
+    from .ir.json import dumps, loads
+    from .compiler import read_source
+    if args.from_json:
+        if args.file or args.set or args.defs:
+            raise UsageError("`--from-json` reads IR: a program file, `--set` and `--def` "
+                             "apply to program text, not to IR")
+        prog = loads(read_source(args.from_json))
+        if args.seed is not None:
+            prog.seed = args.seed
+        if args.horizon is not None:
+            prog.horizon = args.horizon
+        if args.warmup is not None:
+            prog.warmup = args.warmup
+        if args.arrivals is not None:
+            prog.arrivals = args.arrivals
+        if args.trace is not None:
+            prog.trace = args.trace
+    else:
+        if not args.file:
+            raise UsageError("`serq ir` needs a program file (or `--from-json IR`)")
+        prog = _compile(args, True)
+    sys.stdout.write(dumps(prog) + "\n")
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = _parser()
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    if args.command is None:
+        ap.print_help(sys.stderr)
+        return 2
+    try:
+        if args.command == "check":
+            return _cmd_check(args)
+        return _cmd_ir(args)
+    except UsageError as e:
+        sys.stderr.write("serq: %s\n" % e.render())
+        return 2
+    except SerqError as e:
+        sys.stderr.write(e.render() + "\n")
+        return 1
+    except RecursionError:
+        sys.stderr.write("error: the input nests too deeply for serq to read\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("serq: interrupted\n")
+        return 130
+    except Exception as e:  # a bug in serq, never the user's fault
+        sys.stderr.write("serq: internal error (%s: %s); please report it with the input that "
+                         "caused it\n" % (type(e).__name__, e))
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
