@@ -13,6 +13,7 @@ from .link import Overrides, link
 from .syntax import ast
 from .syntax.lexer import tokenize
 from .syntax.parser import Parser, parse_program
+from .tracefile import read_trace
 
 MAX_SOURCE = 200 * 1024 * 1024
 
@@ -67,7 +68,20 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
     prog = parse_program(text, file, defs=defs, sets=sets, from_text=path is None)
     ov = Overrides(sets=sets, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                    trace=trace)
-    return link(prog, ov, parse_expr=parse_expression)
+    program = link(prog, ov, parse_expr=parse_expression)
+    if program.trace is not None:
+        # The reference reads the trace only when the run starts; serq reads it
+        # now, so a missing or malformed trace is refused before any run.
+        read_trace(trace_path(program.trace, path, overridden=trace is not None))
+    return program
+
+
+def trace_path(trace: str, program_path: Optional[str], overridden: bool) -> str:
+    """Where a trace is read from: next to the program file, or (for text
+    programs and the ``--trace`` override) from the current directory."""
+    if overridden or program_path is None or os.path.isabs(trace):
+        return trace
+    return os.path.join(os.path.dirname(program_path), trace)
 
 
 __all__ = ["compile_program", "parse_expression", "read_source", "SerqError"]
