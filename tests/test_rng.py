@@ -145,7 +145,7 @@ def test_block_implementations_agree():
     key = R.seed_key(0xDEADBEEF)
     for counter in (0, 1, 7, 2 ** 32 - 2, 2 ** 32 - 1, 2 ** 32, M64 - 1):
         expected = R._blocks_scalar(key, counter, 4)
-        assert R._four_row_blocks(key, counter) == expected
+        assert list(R._four_row_blocks(key, counter)) == expected
         assert R._one_row_block(key, counter) == expected[:16]
         assert R.chacha12_block(key, counter) == expected[:16]
     # the 64-bit counter wraps

@@ -35,6 +35,7 @@ checked against each other and against ``pyserq.Rng`` in tests/test_rng.py.
 """
 import operator
 import platform
+import struct
 
 __all__ = [
     "Rng",
@@ -239,9 +240,14 @@ class _RowShape(object):
 
 def _make_row_blocks(n):
     shape = _RowShape(n)
+    nbytes = n * 4 * _LANE // 8
+    _unpack_lanes = struct.Struct("<%dQ" % (16 * n)).unpack
+    _block_major = operator.itemgetter(*[
+        row * 4 * n + col * n + j for j in range(n) for row in range(4) for col in range(4)])
 
     def blocks(key, counter, _s=shape, _lane=_LANE, _m32=_M32, _m64=_M64, K=_DUP):
-        """``n`` consecutive blocks from ``counter``, concatenated (row version)."""
+        """``n`` consecutive blocks from ``counter``, concatenated (row version),
+        as a tuple."""
         n = _s.n
         S = _s.col
         S2 = S + S
@@ -276,17 +282,15 @@ def _make_row_blocks(n):
             b = (b >> S3) | ((b << S) & F)
             c = (c >> S2) | ((c << S2) & F)
             d = (d >> S) | ((d << S3) & F)
-        a = (a + A0) & M
-        b = (b + B0) & M
-        c = (c + C0) & M
-        d = (d + D0) & M
-        out = []
-        for j in range(n):
-            s = _lane * j
-            for r in (a, b, c, d):
-                r >>= s
-                out += (r & _m32, (r >> S) & _m32, (r >> S2) & _m32, (r >> S3) & _m32)
-        return out
+        # Lanes to words with C-level helpers: the rows' bytes as 64-bit
+        # lanes (row-major, then column, then block), reordered block-major.
+        lanes = _unpack_lanes(b"".join([
+            ((a + A0) & M).to_bytes(nbytes, "little"),
+            ((b + B0) & M).to_bytes(nbytes, "little"),
+            ((c + C0) & M).to_bytes(nbytes, "little"),
+            ((d + D0) & M).to_bytes(nbytes, "little"),
+        ]))
+        return _block_major(lanes)
 
     return blocks
 
@@ -447,7 +451,7 @@ class Rng(object):
             words = _refill(key, self._counter)
             self._counter = (self._counter + REFILL_BLOCKS) & _M64
         if tail:
-            words = list(tail) + words
+            words = tuple(tail) + tuple(words)
         self._buf = words
         self._i = 0
         return words
