@@ -15,7 +15,9 @@ from .syntax.lexer import tokenize
 from .syntax.parser import Parser, parse_program
 from .tracefile import read_trace
 
-MAX_SOURCE = 200 * 1024 * 1024
+# A serving program is a few hundred lines; a file far larger than any program
+# is refused up front instead of keeping the parser busy for minutes.
+MAX_SOURCE = 8 * 1024 * 1024
 
 
 def parse_expression(text: str, file: str = "<override>") -> ast.Expr:
@@ -36,8 +38,9 @@ def read_source(path: str) -> str:
     try:
         size = os.path.getsize(path)
         if size > MAX_SOURCE:
-            raise UsageError("cannot read %s: it is %d bytes, above the %d-byte limit for a "
-                             "program" % (path, size, MAX_SOURCE))
+            raise SyntaxError_("the file is %d bytes, larger than any serQ program serq reads "
+                               "(%d MiB at most)" % (size, MAX_SOURCE >> 20), Span(path, 1, 1),
+                               help="is this the program file? a trace goes in `trace \"…\"`")
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
@@ -63,6 +66,11 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
         text = read_source(path)
         file = path
     else:
+        if not isinstance(source, str):
+            raise UsageError("source is %s, not program text" % type(source).__name__)
+        if len(source) > MAX_SOURCE:
+            raise SyntaxError_("the program text is %d characters, more than serq reads (%d MiB "
+                               "at most)" % (len(source), MAX_SOURCE >> 20), Span("<text>", 1, 1))
         text = source
         file = "<text>"
     prog = parse_program(text, file, defs=defs, sets=sets, from_text=path is None)
