@@ -503,12 +503,7 @@ class Linker:
         bl.pending_release = []
         wl = self.prog.workload
         for stmts in ((wl.init, wl.turn) if wl else ([], [])):
-            for s in stmts:
-                if type(s) not in (ast.Set, ast.Observe):
-                    anchor = s.stages[0].span if type(s) is ast.Run else s.span
-                    sc.defer(LinkError("init: workload blocks may only `set` and `observe`",
-                                       anchor))
-            bl.block(stmts, Where())
+            bl.block(stmts, Where())  # the parser allows only `set` and `observe` here
         self._lint_stale_sets()
         bl.block(self.prog.session, Where())
         bl.finish()
