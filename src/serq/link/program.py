@@ -278,7 +278,7 @@ class Linker:
                                     "at every settle"))
             for i, a in enumerate(admit):
                 self.scope.admitted_by.setdefault(a, []).append(fam.base + i)
-        d._admit_member = admit[0] if d.admit_via is not None else None
+        self.scope.admit_stage[d.name] = admit[0] if d.admit_via is not None else None
         out = []
         for i in range(fam.count):
             caps.append((cap, block))
@@ -290,7 +290,7 @@ class Linker:
 
     def pool_exprs(self, d: ast.PoolDecl, pools: List[ir.Pool]) -> None:
         ctx = "pool `%s`: " % d.name
-        stage = getattr(d, "_admit_member", None)
+        stage = self.scope.admit_stage.get(d.name)
         ev = moment("Evict", "an eviction key", context=ctx)
         for p in pools:
             if d.evict is not None:

@@ -154,6 +154,8 @@ class Scope:
     # stage member index -> pool member indices admitted via it
     admitted_by: Dict[int, List[int]] = field(default_factory=dict)
     blocks: Dict[str, Optional[float]] = field(default_factory=dict)  # pool name -> block
+    # pool name -> the step stage member that admits its (first) member, if any
+    admit_stage: Dict[str, Optional[int]] = field(default_factory=dict)
     # Validation errors, raised (the first by phase, then by order) once names
     # have resolved: the reference resolves every name before it validates.
     deferred: List[tuple] = field(default_factory=list)

@@ -272,7 +272,7 @@ class BlockLinker:
 
     def _admit_stage(self, ref: ir.Ref) -> Optional[int]:
         decl = self.ex.pool_decl(ref)
-        return getattr(decl, "_admit_member", None)
+        return self.scope.admit_stage.get(decl.name)
 
     def _fit(self, hp: ast.HoldPool, ref: ir.Ref) -> None:
         units = _const(hp.units, self.scope.lets)
