@@ -14,10 +14,6 @@ INVALID = programs("invalid")
 DIVERGE = programs("diverge")
 POS = re.compile(r"^(?:(\S+?\.sq):)?(\d+):(\d+): ")
 
-# Queue stations and relations are lowered by the parser's second phase,
-# still in progress: these refusals come from its placeholder message.
-QUEUE_PENDING = {p.stem for p in INVALID if "queue" in p.stem or p.stem == "parse_unknown_role"}
-
 
 def refuse(path):
     kwargs = header_kwargs(path.read_text())
@@ -29,8 +25,6 @@ def refuse(path):
 
 @pytest.mark.parametrize("path", INVALID, ids=[p.stem for p in INVALID])
 def test_invalid_program_is_refused_where_the_reference_points(path):
-    if path.stem in QUEUE_PENDING:
-        pytest.xfail("queue stations: lowering not finished")
     err = refuse(path)
     rendered = err.render()
     assert "Traceback" not in rendered and err.message
@@ -46,8 +40,6 @@ def test_invalid_program_is_refused_where_the_reference_points(path):
 
 @pytest.mark.parametrize("path", DIVERGE, ids=[p.stem for p in DIVERGE])
 def test_silently_accepted_program_is_refused(path):
-    if "queue" in path.stem:
-        pytest.xfail("queue stations: lowering not finished")
     err = refuse(path)
     assert err.message
 

@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Tuple
 from ..errors import Span, SyntaxError_
 from . import ast
 from .lexer import EOF, IDENT, NUMBER, PUNCT, STRING, Token, tokenize
+from .queues import QTransfer, QueueMixin
 from .expand import (DefInfo, LANGUAGE_WORDS, RETIRED, STATE_FUNCS, fold_const,
                      names_read, subst_expr, subst_stmts)
 
@@ -31,7 +32,7 @@ class _Request:
         self.gateway = gateway
 
 
-class Parser:
+class Parser(QueueMixin):
     def __init__(self, text: str, file: str, defs_override: Optional[Dict[str, str]],
                  sets: Optional[Dict[str, object]], from_text: bool):
         self.text = text
@@ -60,6 +61,9 @@ class Parser:
         # checks the reference makes after the whole text parsed: the first
         # such error is raised once parsing succeeded
         self.deferred: Optional[SyntaxError_] = None
+        self.init_queues()
+        self.queue_order: List[str] = []
+        self.entry_uses: list = []
 
     # ------------------------------------------------------------ errors
 
@@ -200,8 +204,10 @@ class Parser:
                 prog.items.append(self.parse_claim())
             elif w == "run":
                 self.parse_run_block(prog)
-            elif w in ("queue",) or (self.peek(1).kind == IDENT and self.peek(1).text in ("pull", "push")):
-                raise self.error("queue stations and relations are not supported yet by serq", t)
+            elif w == "queue":
+                self.parse_queue(prog)
+            elif self.peek(1).kind == IDENT and self.peek(1).text in ("pull", "push"):
+                self.parse_relation(prog)
             else:
                 raise self.error("unexpected `%s` at top level" % w, t,
                                  help="a program is a list of items: let, def, use, pool, stage, "
@@ -224,12 +230,18 @@ class Parser:
                 raise self.error("a `session` inside `workload` is written against a `server` block; "
                                  "name a gateway with `request NAME;`, or write `session` at top level",
                                  self.client_session_tok)
-            if self.server_tok is None:
-                r = self.requests[0]
+            plain = [r for r in self.requests if r.gateway is None]
+            if self.server_tok is None and plain:
+                r = plain[0]
                 raise self.error("`request;` needs a `server` block; name a gateway with `request NAME;`",
                                  span=r.span)
-            prog.session = self.splice(self.client_session)
+            if self.server_tok is not None or plain:
+                prog.session = self.splice(self.client_session)
+            else:
+                prog.session = self.client_session
             prog.session_span = self.client_session_tok.span()
+        hidden = [h for h, _ in prog.workload.hidden] if prog.workload is not None else []
+        self.check_entry_reads(hidden)
         prog.array_lets = list(self.array_lets)
         prog.expr_defs = [n for n in self.def_order if not self.defs[n].is_block]
         for name in self.sets:
@@ -442,6 +454,9 @@ class Parser:
         if self.at(".") and self.peek(1).kind == IDENT:
             self.next()
             attr = self.next().text
+            q = self.queues.get(name)
+            if index is not None and q is not None and attr in q.pools:
+                return ast.Name(name + "." + attr, t.span(), index)
             if index is not None:
                 raise self.error("`%s[…].%s` reads the request's attribute, which is no member's: write `%s.%s`"
                                  % (name, attr, name, attr), t)
@@ -547,26 +562,38 @@ class Parser:
         name = self.expect_ident("a stage name")
         size = self.parse_array_size()
         self.expect(":")
+        decl = self.parse_stage_kind(name, name.text, size)
+        self.end_stage_kind(decl)
+        self.register_stage(name.text, decl.kind, size)
+        return decl
+
+    def parse_stage_kind(self, name: Token, full: str, size: Optional[int]) -> ast.StageDecl:
+        """``fifo [(c)]`` | ``ps (φ)`` | ``delay`` | ``step { … }``, without the ending `;`."""
         kt = self.expect_ident("a stage kind (fifo, ps, delay, step)")
         k = kt.text
-        decl = ast.StageDecl(name.text, size, k, name.span())
+        decl = ast.StageDecl(full, size, k, name.span())
         if k == "fifo":
             if self.at("("):
                 decl.servers = self.paren_expr()
-            self.expect(";")
         elif k == "ps":
             decl.capacity = self.paren_expr()
-            self.expect(";")
         elif k == "delay":
-            self.expect(";")
+            pass
         elif k == "step":
             decl.step = self.parse_step(name)
-            self.accept(";")
         else:
             raise self.error("unknown stage kind `%s`" % k, kt, help="a stage is fifo, ps, delay or step")
-        self.stages[name.text] = (k, size)
-        self.stage_order.append(name.text)
         return decl
+
+    def end_stage_kind(self, decl: ast.StageDecl) -> None:
+        if decl.kind == "step":
+            self.accept(";")
+        else:
+            self.expect(";")
+
+    def register_stage(self, name: str, kind: str, size: Optional[int]) -> None:
+        self.stages[name] = (kind, size)
+        self.stage_order.append(name)
 
     def parse_step(self, name: Token) -> ast.StepOptions:
         self.expect("{")
@@ -893,6 +920,10 @@ class Parser:
                     raise self.error("`%s` is an expression (`def %s(…) = …;`), not statements" % (w, w), t)
                 self.expand_stmt_def(info, out)
                 return
+        if w in self.queues and nxt.kind == PUNCT and nxt.text in ("[", ".") and not (
+                nxt.text == "." and self.peek(3).kind == PUNCT and self.peek(3).text == "=") :
+            self.parse_entry_call(out)
+            return
         if w == "set" or w == "observe":
             self.next()
             name = self.expect_ident("an attribute name")
@@ -930,7 +961,10 @@ class Parser:
                 raise self.error("`request` is a statement of the `session` inside `workload`", t)
             if self.peek().kind == IDENT:
                 g = self.next()
-                raise self.error("`request %s;`: gateway queues are not supported yet by serq" % g.text, g)
+                self.expect(";")
+                self.requests.append(_Request(sp, g.text))
+                self.request_gateway(g, out)
+                return
             self.expect(";")
             r = _Request(sp)
             self.requests.append(r)
@@ -940,12 +974,14 @@ class Parser:
         elif w in ("grow", "load"):
             self.next()
             ref = self.parse_ref("a pool name")
+            self.check_pool_outside(ref, w)
             amt = self.paren_expr()
             self.expect(";")
             out.append((ast.Grow if w == "grow" else ast.Load)(ref, amt, sp))
         elif w in ("drop", "release"):
             self.next()
             ref = self.parse_ref("a pool name")
+            self.check_pool_outside(ref, w)
             self.expect(";")
             out.append((ast.Drop if w == "drop" else ast.Release)(ref, sp))
         elif w == "run":
@@ -991,6 +1027,11 @@ class Parser:
             out.append(ast.Choose(v.text, count, keys, v.span()))
         elif w in ("prefill", "decode", "tool", "transfer"):
             self.parse_serving(out)
+        elif w == "mark" and self.context == "entry":
+            self.next()
+            m = self.expect_ident("a moment name")
+            self.expect(";")
+            out.append(ast.Set(m.text, ast.Name("now", m.span()), m.span()))
         elif w == "mark":
             raise self.error("`mark` is a queue entry's statement: it names a moment the caller reads", t)
         elif w in RETIRED and w != "keep":
@@ -1007,6 +1048,7 @@ class Parser:
         pools: List[ast.HoldPool] = []
         while True:
             ref = self.parse_ref("a pool name")
+            self.check_pool_outside(ref, "hold")
             units = self.paren_expr()
             reserve = None
             if self.accept("reserve"):
@@ -1105,6 +1147,20 @@ class Parser:
         role = t.text
         sp = t.span()
         stages: List[ast.Name] = []
+        if role == "transfer" and self.context == "entry" and not self.at("[") and not self.at("on"):
+            work = self.paren_expr()
+            if not self.at("from"):
+                raise self.error("`transfer` without `from P to Q (n)`: a KV transfer leaves the lease (or "
+                                 "hold) on P and enters the hold on Q", t,
+                                 help="write `transfer (X) from P to Q (n);`")
+            self.next()
+            src = self.parse_ref("a pool name")
+            self.expect("to")
+            dst = self.parse_ref("a pool name")
+            n = self.paren_expr()
+            self.expect(";")
+            out.append(QTransfer(work, src, dst, n, t))
+            return
         if self.at("["):
             self.next()
             idx = self.parse_expr()
@@ -1134,6 +1190,10 @@ class Parser:
             dst = self.parse_ref("a pool name")
             n = self.paren_expr()
             self.expect(";")
+            q = self.queues.get(stages[0].name)
+            if q is not None and q.latency is not None:
+                lat = ast.Name(q.name + ".latency", sp, copy.deepcopy(stages[0].index))
+                out.append(ast.Run([lat], "plain", copy.deepcopy(q.latency), None, sp))
             out.append(ast.Run(stages, "plain", work, None, sp))
             out.append(ast.Load(dst, n, sp))
             out.append(ast.Release(src, sp))
