@@ -199,7 +199,10 @@ def _blocks_scalar(key, counter, n):
     """``n`` consecutive blocks, concatenated (plain version)."""
     out = []
     for j in range(n):
-        out += chacha12_block(key, (counter + j) & _M64)
+        c = counter + j
+        if c > _M64:  # (not ``& _M64``: see _next_counter)
+            c -= 1 << 64
+        out += chacha12_block(key, c)
     return out
 
 
@@ -361,16 +364,31 @@ def _refill_rows(key, counter):
     return _four_row_blocks(key, counter)
 
 
+def _next_counter(counter):
+    """``counter + REFILL_BLOCKS`` modulo 2**64.
+
+    Written without ``& _M64``: on PyPy, 2**64 - 1 is a big integer, and a
+    result computed with one stays a (slow) big integer object even when it
+    is small, which would make every later ChaCha operation slow.  For the
+    same reason the plain version derives keys with ``seed_key``, whose list
+    turns its words back into machine integers.
+    """
+    counter += REFILL_BLOCKS
+    if counter > _M64:
+        counter -= 1 << 64
+    return counter
+
+
 def use_implementation(name):
     """Select how blocks are computed: ``"rows"`` (wide integers, fastest on
     CPython) or ``"scalar"`` (32-bit words, for PyPy).  Results are the same;
     this exists for benchmarks and tests.  Returns the previous name."""
-    global _first_block, _refill, _IMPLEMENTATION
+    global _first_block, _refill, _seed_key, _IMPLEMENTATION
     previous = _IMPLEMENTATION
     if name == "rows":
-        _first_block, _refill = _first_block_rows, _refill_rows
+        _first_block, _refill, _seed_key = _first_block_rows, _refill_rows, _seed_key_fast
     elif name == "scalar":
-        _first_block, _refill = _first_block_scalar, _refill_scalar
+        _first_block, _refill, _seed_key = _first_block_scalar, _refill_scalar, seed_key
     else:
         raise ValueError("unknown implementation %r" % (name,))
     _IMPLEMENTATION = name
@@ -444,12 +462,12 @@ class Rng(object):
             seed = self._seed
             if seed is None:
                 seed = self._seed = substream_seed(*self._sub)
-            key = self._key = _seed_key_fast(seed)
+            key = self._key = _seed_key(seed)
             words = _first_block(key)
             self._counter = 1
         else:
             words = _refill(key, self._counter)
-            self._counter = (self._counter + REFILL_BLOCKS) & _M64
+            self._counter = _next_counter(self._counter)
         if tail:
             words = tuple(tail) + tuple(words)
         self._buf = words
