@@ -27,6 +27,8 @@ def header_kwargs(text: str) -> Dict[str, object]:
         if not body.startswith(HEADER):
             continue
         toks = shlex.split(body[len(HEADER):])
+        if len(toks) % 2:
+            raise ValueError("serq-args: `%s` needs a value" % toks[-1])
         for opt, val in zip(toks[::2], toks[1::2]):
             if opt in ("--set", "--def"):
                 name, _, expr = val.partition("=")

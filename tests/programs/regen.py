@@ -46,52 +46,25 @@ committed ones.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 
 import pyserq
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from corpus import header_kwargs  # noqa: E402  (tests/corpus.py)
+
 HERE = Path(__file__).resolve().parent
 KINDS = ("valid", "invalid", "diverge")
-HEADER = "serq-args:"
 
 
 def parse_header(text: str) -> dict:
-    """Return the keyword arguments for pyserq.compile from the header."""
-    kwargs: dict = {}
-    for line in text.splitlines():
-        s = line.strip()
-        if not s:
-            continue
-        if not s.startswith("//"):
-            break
-        body = s[2:].strip()
-        if not body.startswith(HEADER):
-            continue
-        toks = shlex.split(body[len(HEADER):])
-        i = 0
-        while i < len(toks):
-            opt = toks[i]
-            if i + 1 >= len(toks):
-                raise SystemExit(f"serq-args: `{opt}` needs a value")
-            val = toks[i + 1]
-            i += 2
-            if opt in ("--set", "--def"):
-                name, eq, expr = val.partition("=")
-                if not eq:
-                    raise SystemExit(f"serq-args: `{opt} {val}` is not NAME=EXPR")
-                key = "sets" if opt == "--set" else "defs"
-                kwargs.setdefault(key, {})[name] = expr
-            elif opt in ("--seed", "--arrivals"):
-                kwargs[opt[2:]] = int(val)
-            elif opt in ("--horizon", "--warmup"):
-                kwargs[opt[2:]] = float(val)
-            elif opt == "--trace":
-                kwargs["trace"] = val
-            else:
-                raise SystemExit(f"serq-args: unknown option `{opt}`")
-    return kwargs
+    """Return the keyword arguments for pyserq.compile from the header (the
+    same reader the tests use, so the two cannot drift apart)."""
+    try:
+        return header_kwargs(text)
+    except ValueError as e:
+        raise SystemExit(str(e))
 
 
 def compile_one(path: Path):
