@@ -222,7 +222,7 @@ class Parser(QueueMixin):
             if self.client_session is None:
                 raise self.error("`server` needs a `session` inside `workload` that says `request;`",
                                  self.server_tok)
-            if not self.requests:
+            if not any(r.gateway is None for r in self.requests):
                 raise self.error("`server` is never requested: the workload's session has no `request;`",
                                  self.server_tok, help="write `request;` where the client waits for the server")
         if self.client_session is not None:

@@ -148,8 +148,9 @@ class QueueMixin:
                 r = self.expect_ident("a role")
                 if r.text not in ROLES:
                     raise self.error("unknown role `%s`: a queue plays gateway, prefill, decode or link" % r.text, r)
-                if r.text not in roles:
-                    roles.append(r.text)
+                if r.text in roles:
+                    raise self.error("role `%s` twice" % r.text, r)
+                roles.append(r.text)
                 if not self.accept(","):
                     break
         q = QueueInfo(kw, name, size, roles)
@@ -209,6 +210,9 @@ class QueueMixin:
                                  % (qn, w), t)
         self.next()
         self.accept(";")
+        if q.latency is not None and q.entry("transfer", None) is not None:
+            raise self.error("queue `%s` has a `transfer` entry and a `latency`: a called link's time is its "
+                             "entry's; write the latency in the entry body" % qn, kw)
         for role in roles:
             verb = ROLE_ENTRY[role]
             if role != "link" and q.entry(verb, None) is None:
@@ -353,6 +357,12 @@ class QueueMixin:
             raise self.error("`%s from %s`: queue `%s` has no `%s` entry from `%s`"
                              % (label, src_q.name if src_q else "?", q.name, verb.text,
                                 src_q.name if src_q else "?"), qt)
+        if idx is None and q.size is not None:
+            raise self.error("`%s`: `%s` is a family of %d; index it" % (label, q.name, q.size), qt,
+                             help="call a member: `%s[i].%s (…)`" % (q.name, verb.text))
+        if idx is not None and q.size is None:
+            raise self.error("`%s[…].%s`: `%s` is one queue, not a family" % (q.name, verb.text, q.name), qt,
+                             help="call it as `%s.%s (…)`" % (q.name, verb.text))
         if len(args) != len(entry.params):
             raise self.error("`%s` takes %d argument(s), got %d" % (label, len(entry.params), len(args)), qt)
         for p, a in zip(entry.params, args):
