@@ -18,14 +18,8 @@ def compile_json(path):
         return dumps(compile_program(path.name, **kwargs))
 
 
-# Queue stations and relations: the parser's lowering is being finished.
-QUEUE_PENDING = {p.stem for p in VALID if p.stem.startswith("queue_")}
-
-
 @pytest.mark.parametrize("path", VALID, ids=[p.stem for p in VALID])
 def test_ir_matches_reference(path):
-    if path.stem in QUEUE_PENDING:
-        pytest.xfail("queue stations: lowering not finished")
     expected = json.loads(path.with_suffix(".ir.json").read_text())
     got = json.loads(compile_json(path))
     assert got == expected
@@ -34,8 +28,6 @@ def test_ir_matches_reference(path):
 @pytest.mark.parametrize("path", VALID[::7], ids=[p.stem for p in VALID[::7]])
 def test_ir_matches_live_reference(path):
     pyserq = pytest.importorskip("pyserq")
-    if path.stem in QUEUE_PENDING:
-        pytest.xfail("queue stations: lowering not finished")
     kwargs = header_kwargs(path.read_text())
     with in_dir(path.parent):
         expected = pyserq.compile(path=path.name, **kwargs).to_json()
@@ -44,8 +36,6 @@ def test_ir_matches_live_reference(path):
 
 @pytest.mark.parametrize("path", VALID, ids=[p.stem for p in VALID])
 def test_ir_round_trips(path):
-    if path.stem in QUEUE_PENDING:
-        pytest.xfail("queue stations: lowering not finished")
     text = compile_json(path)
     assert dumps(loads(text)) == text
 

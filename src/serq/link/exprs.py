@@ -184,9 +184,9 @@ class ExprLinker:
             if k == "e":
                 args.append(ir.ArgExpr(self.expr(a, m, bound)))
             elif k == "p":
-                args.append(ir.ArgPool(self.ref(a, "p", m, bound)))
+                args.append(ir.ArgPool(self.ref(a, "p", m, bound, at=e)))
             else:
-                ref = self.ref(a, "s", m, bound)
+                ref = self.ref(a, "s", m, bound, at=e)
                 if fun == "BudgetLeft":
                     self._check_step(ref, e, a, m)
                     if m.kind == "Plan" and ref.index is None and m.stage == ref.base:
@@ -252,7 +252,7 @@ class ExprLinker:
     # ------------------------------------------------------------- references
 
     def ref(self, e: ast.Expr, kind: str, m: Moment, bound=None, what: str = "",
-            family_ok: bool = False) -> ir.Ref:
+            family_ok: bool = False, at=None) -> ir.Ref:
         """A pool (kind "p") or stage ("s") reference; ``family_ok`` lets an
         unindexed family stand for all its members (``admit via``, ``memory``)."""
         table = self.scope.pools if kind == "p" else self.scope.stages
@@ -268,7 +268,7 @@ class ExprLinker:
             raise self.error(m, "unknown %s `%s`" % (word, e.name), e)
         if e.index is None:
             if fam.array and fam.count > 1 and not family_ok:
-                raise self.error(m, "%s `%s` is an array; index it" % (word, e.name), e,
+                raise self.error(m, "%s `%s` is an array; index it" % (word, e.name), at or e,
                                  help="write `%s[i]`" % e.name)
             return ir.Ref(fam.base, fam.count, None)
         idx = self.expr(e.index, m, bound)
