@@ -937,7 +937,7 @@ class Parser(QueueMixin):
             out.append(cls(name.text, e, name.span()))
         elif w == "turn":
             self.next()
-            if self.context == "server":
+            if self.context in ("server", "entry"):
                 raise self.error("`turn` is the session's: the next turn is the workload's decision, "
                                  "not the server's", t)
             self.expect(";")
@@ -947,6 +947,9 @@ class Parser(QueueMixin):
             if self.context == "server":
                 raise self.error("`end` is the session's: a server answers a request and the session "
                                  "decides when to end", t)
+            if self.context == "entry":
+                raise self.error("`end` is the session's: a server is done with a request when its block is, "
+                                 "and whether the session goes on is the workload's", t)
             self.expect(";")
             out.append(ast.End(sp))
         elif w == "join":
@@ -955,7 +958,7 @@ class Parser(QueueMixin):
             out.append(ast.Join(sp))
         elif w == "request":
             self.next()
-            if self.context == "server":
+            if self.context in ("server", "entry"):
                 raise self.error("`request` is the session's: the server cannot request itself", t)
             if self.context != "client":
                 raise self.error("`request` is a statement of the `session` inside `workload`", t)

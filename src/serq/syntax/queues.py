@@ -29,6 +29,7 @@ from typing import Dict, List, Optional
 
 from ..errors import Span, SyntaxError_
 from . import ast
+from .expand import fold_const
 from .lexer import IDENT, Token
 
 ROLES = ("gateway", "prefill", "decode", "link")
@@ -190,7 +191,7 @@ class QueueMixin:
                 prog.items.append(decl)
                 self.register_stage(qn, decl.kind, size)
                 if latency is not None:
-                    q.latency = latency
+                    q.latency = self.const_latency(latency, lt)
                     lat = ast.StageDecl(qn + ".latency", size, "delay", name.span())
                     prog.items.append(lat)
                     self.register_stage(lat.name, "delay", size)
@@ -288,14 +289,19 @@ class QueueMixin:
                 raise self.error("`%s %s %s`: queue `%s` has no `nic`" % (left.text, kind.text, right.text, t.text),
                                  t, help="declare `nic ps(…);` in queue `%s`" % t.text)
         latency = None
-        if self.accept("latency"):
-            latency = self.parse_expr()
+        if self.at("latency"):
+            lt = self.next()
+            latency = self.const_latency(self.parse_expr(), lt)
         self.expect("share")
         p = self.expect_ident("`maxmin` or `bottleneck`")
         if p.text not in ("maxmin", "bottleneck"):
             raise self.error("expected `maxmin` or `bottleneck`, found `%s`" % p.text, p)
         self.expect(";")
         rel = Relation(kind.text, left.text, right.text, latency, left)
+        for other in self.relations:
+            if other.reader == rel.reader and other.source == rel.source:
+                raise self.error("`%s` takes the KV from `%s` already: one relation per reader"
+                                 % (rel.reader, rel.source), left)
         if latency is not None:
             owner = rel.reader if kind.text == "pull" else rel.poster
             size = self.queues[owner].size
@@ -310,6 +316,12 @@ class QueueMixin:
             raise self.error("two relations with different `share` policies: a program shares its links "
                              "one way", p)
         self.relations.append(rel)
+
+    def const_latency(self, e, tok: Token):
+        val = fold_const(e, self.let_values, [])
+        if val is None:
+            raise self.error("`latency` is a number or a constant expression over `let`s", tok)
+        return ast.Num(val, tok.span())
 
     # ------------------------------------------------------------ calls
 
