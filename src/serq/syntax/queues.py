@@ -27,9 +27,10 @@ and statement grammar.
 import copy
 from typing import Dict, List, Optional
 
-from ..errors import Span, SyntaxError_
+from ..errors import Span
 from . import ast
 from .expand import fold_const
+from .expressions import draws
 from .lexer import IDENT, Token
 
 ROLES = ("gateway", "prefill", "decode", "link")
@@ -117,16 +118,6 @@ def _find_lease(stmts) -> Optional[str]:
                 if r is not None:
                     return r
     return None
-
-
-def _draws(e) -> bool:
-    if isinstance(e, ast.Draw):
-        return True
-    for f in ("index", "operand", "left", "right", "test", "then", "other", "count", "body"):
-        v = getattr(e, f, None)
-        if v is not None and not isinstance(v, list) and _draws(v):
-            return True
-    return any(_draws(a) for a in getattr(e, "args", []) or [])
 
 
 class QueueMixin:
@@ -378,7 +369,7 @@ class QueueMixin:
         if len(args) != len(entry.params):
             raise self.error("`%s` takes %d argument(s), got %d" % (label, len(entry.params), len(args)), qt)
         for p, a in zip(entry.params, args):
-            if _draws(a):
+            if draws(a):
                 raise self.error("`%s`: the argument for `%s` draws a sample; a parameter is substituted, so a "
                                  "name used twice would draw twice" % (label, p), qt,
                                  help="`set` the draw into an attribute first and pass the attribute")

@@ -1,0 +1,306 @@
+"""``use``, ``def`` and ``let``: libraries read in place, definitions kept
+as token lists and expanded where used, constants folded, and array sizes
+(``[N]``) resolved from numbers and earlier ``let``s."""
+import os
+from typing import Dict, List, Optional
+
+from ..errors import SyntaxError_
+from . import ast
+from .expand import DefInfo, LANGUAGE_WORDS, RETIRED, STATE_FUNCS, fold_const
+from .lexer import EOF, IDENT, PUNCT, STRING, Token, tokenize
+
+MAX_EXPANSION = 100_000
+
+
+class DefsMixin:
+    """Definitions, libraries, constants and array sizes for ``Parser``."""
+
+    # ------------------------------------------------------------ use / def / let
+
+    def parse_use(self, prog: ast.Program) -> None:
+        kw = self.next()
+        st = self.peek()
+        if st.kind != STRING:
+            raise self.error("expected a path string after `use`, found %s" % st.describe(), st)
+        self.next()
+        self.expect(";")
+        if self.from_text and kw.file == self.file:
+            raise self.error('`use "%s"` reads a file next to the program, and this program was given as text'
+                             % st.text, kw, help="compile the program from a file, or paste the "
+                                                 "library's definitions into the program")
+        base = os.path.dirname(kw.file) if kw.file and not kw.file.startswith("<") else "."
+        path = os.path.normpath(os.path.join(base, st.text))
+        if path in self.libraries_read:
+            return
+        self.libraries_read.add(path)
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+            lib_text = raw.decode("utf-8", errors="replace")
+        except OSError as e:
+            raise self.error("cannot read `%s`: %s" % (st.text, e.strerror or e), kw)
+        lib_toks = tokenize(lib_text, path)
+        saved = (self.toks, self.pos)
+        self.toks, self.pos = lib_toks, 0
+        try:
+            self.items_top(prog, library=True)
+        finally:
+            self.toks, self.pos = saved
+
+    def parse_def(self) -> None:
+        self.next()
+        name = self.expect_ident("a definition name")
+        n = name.text
+        if n in LANGUAGE_WORDS or n in RETIRED:
+            raise self.error("`%s` is a word of the language" % n, name,
+                             help="choose another name for the definition")
+        if n in self.program_names:
+            self.defer(self.error("`%s` is defined, and is also a %s" % (n, self.program_names[n]), name,
+                                  help="rename one of them"))
+        if n in self.defs:
+            raise self.error("`%s` is defined twice" % n, name, help="rename or remove one definition")
+        self.expect("(")
+        params: List[Token] = []
+        if not self.at(")"):
+            while True:
+                p = self.expect_ident("a parameter name")
+                if p.text in LANGUAGE_WORDS or p.text in RETIRED:
+                    raise self.error("`%s` is a word of the language" % p.text, p)
+                if p.text in self.program_names:
+                    raise self.error("`%s` is a parameter, and is also a %s"
+                                     % (p.text, self.program_names[p.text]), p)
+                if any(q.text == p.text for q in params):
+                    raise self.error("parameter `%s` is named twice" % p.text, p)
+                params.append(p)
+                if not self.accept(","):
+                    break
+        self.expect(")")
+        body: List[Token] = []
+        if self.accept("="):
+            is_block = False
+            stack: List[str] = []
+            while True:
+                t = self.peek()
+                if t.kind == EOF:
+                    raise self.error("`def %s` is not closed" % n, name,
+                                     help="end an expression definition with `;`")
+                if t.kind == PUNCT:
+                    if t.text in "([{":
+                        stack.append(t.text)
+                    elif t.text in ")]}":
+                        if not stack or "([{"[")]}".index(t.text)] != stack[-1]:
+                            raise self.error("unmatched `%s`" % t.text, t)
+                        stack.pop()
+                    elif t.text == ";" and not stack:
+                        break
+                body.append(self.next())
+            self.expect(";")
+            if n in self.defs_override:
+                body = tokenize(self.defs_override[n], "--def %s" % n)[:-1]
+        elif self.at("{"):
+            is_block = True
+            self.next()
+            stack = ["{"]
+            while True:
+                t = self.peek()
+                if t.kind == EOF:
+                    raise self.error("`def %s` is not closed" % n, name, help="close the body with `}`")
+                if t.kind == PUNCT and t.text == "{":
+                    stack.append(t.text)
+                elif t.kind == PUNCT and t.text == "}":
+                    stack.pop()
+                    if not stack:
+                        self.next()
+                        break
+                body.append(self.next())
+            if n in self.defs_override:
+                raise SyntaxError_("`def %s` is statements; an override replaces the body of an "
+                                   "expression definition" % n, name.span(), source=name.src)
+        else:
+            t = self.peek()
+            raise self.error("expected `=` or `{` after the parameters of `%s`, found %s"
+                             % (n, t.describe()), t)
+        pnames = [p.text for p in params]
+        # a parameter the body assigns or binds
+        for i, t in enumerate(body):
+            if t.kind != IDENT or t.text not in pnames:
+                continue
+            prev = body[i - 1] if i > 0 else None
+            nxt = body[i + 1] if i + 1 < len(body) else None
+            if (prev is not None and prev.kind == IDENT and prev.text in ("set", "choose")) or \
+                    (nxt is not None and nxt.kind == PUNCT and nxt.text == "=" and is_block):
+                raise self.error("`%s` is a parameter, and the body names with it what it assigns or binds"
+                                 % t.text, name, help="rename the parameter")
+        # an earlier definition uses this one
+        for other in self.def_order:
+            for t in self.defs[other].body:
+                if t.kind == IDENT and t.text == n:
+                    raise self.error("`%s` uses `%s`, which is defined after it: a definition uses the "
+                                     "ones before it" % (other, n), name,
+                                     help="move `def %s` above `def %s`" % (n, other))
+        self.defs[n] = DefInfo(n, pnames, body, is_block, name)
+        self.def_order.append(n)
+
+    def parse_let(self, prog: ast.Program) -> None:
+        self.next()
+        name = self.expect_ident("a constant name")
+        self.expect("=")
+        e = self.parse_expr()
+        self.expect(";")
+        prog.items.append(ast.Let(name.text, e, name.span()))
+        self.let_spans[name.text] = name.span()
+        deps: List[str] = []
+        val = fold_const(e, self.let_values, deps)
+        self.let_values[name.text] = val
+        full = []
+        for d in deps:
+            if d not in full:
+                full.append(d)
+            for dd in self.let_deps.get(d, []):
+                if dd not in full:
+                    full.append(dd)
+        self.let_deps[name.text] = full
+
+    # ------------------------------------------------------------ arrays
+
+    def parse_array_size(self) -> Optional[int]:
+        if not self.accept("["):
+            return None
+        start = self.peek()
+        e = self.parse_expr()
+        self.expect("]")
+        deps: List[str] = []
+        val = fold_const(e, self.let_values, deps)
+        if val is None:
+            raise self.error("array size must be a positive integer or a `let` constant that is one", start)
+        if not (val >= 1 and val == int(val)) or val != val or val in (float("inf"),):
+            raise self.error("array size must be a positive integer, found %s" % fmt_num(val), start)
+        for d in deps:
+            for x in [d] + self.let_deps.get(d, []):
+                if x not in self.array_lets:
+                    self.array_lets.append(x)
+        return int(val)
+
+
+    # ------------------------------------------------------------ def expansion
+
+    def split_args(self, open_tok: Token) -> List[List[Token]]:
+        """After ``(``: the argument token lists up to the matching ``)``."""
+        args: List[List[Token]] = []
+        cur: List[Token] = []
+        depth = 0
+        if self.at(")"):
+            self.next()
+            return args
+        while True:
+            t = self.peek()
+            if t.kind == EOF:
+                raise self.error("expected `)`, found end of input", t,
+                                 help="the call opened at %d:%d is not closed" % (open_tok.line, open_tok.col))
+            if t.kind == PUNCT and t.text in "([{":
+                depth += 1
+            elif t.kind == PUNCT and t.text in ")]}":
+                if depth == 0:
+                    if t.text != ")":
+                        raise self.error("expected `)`, found %s" % t.describe(), t)
+                    self.next()
+                    args.append(cur)
+                    return args
+                depth -= 1
+            elif t.kind == PUNCT and t.text == "," and depth == 0:
+                self.next()
+                args.append(cur)
+                cur = []
+                continue
+            cur.append(self.next())
+
+    def build_expansion(self, info: DefInfo, name_tok: Token, statement: bool) -> List[Token]:
+        open_ = self.expect("(")
+        args = self.split_args(open_)
+        if len(args) != len(info.params):
+            raise self.error("`%s` takes %d argument(s), got %d" % (info.name, len(info.params), len(args)),
+                             name_tok)
+        for p, a in zip(info.params, args):
+            if not a:
+                raise self.error("expected an expression for `%s`, found `)`" % p, name_tok)
+            reads = sum(1 for t in info.body if t.kind == IDENT and t.text == p)
+            if any(t.kind == PUNCT and t.text == "~" for t in a) and reads > 1:
+                raise self.error("the argument for `%s` draws, and `%s` reads `%s` %d times: it would draw %d "
+                                 "times" % (p, info.name, p, reads, reads), name_tok,
+                                 help="`set` the draw into an attribute first and pass the attribute")
+            if statement:
+                for i, t in enumerate(a):
+                    live = t.kind == IDENT and (t.text == "now" or (
+                        t.text in STATE_FUNCS and i + 1 < len(a) and a[i + 1].text == "("))
+                    if live:
+                        what = "now" if t.text == "now" else "%s(…)" % t.text
+                        self.defer(self.error(
+                            "the argument for `%s` of `%s` reads `%s`, which changes while statements run: "
+                            "the body would read it where it reads the parameter, not here"
+                            % (p, info.name, what), name_tok,
+                            help="`set` the value into an attribute first and pass the attribute"))
+                        break
+        env: Dict[str, List[Token]] = {}
+        for p, a in zip(info.params, args):
+            if len(a) == 1 and a[0].kind == IDENT:
+                env[p] = a
+            else:
+                lp = Token(PUNCT, "(", a[0].line, a[0].col, 0.0, None, a[0].file, a[0].src)
+                last = a[-1]
+                rp = Token(PUNCT, ")", last.line, last.col + len(last.text), 0.0, None, last.file, last.src)
+                env[p] = [lp] + a + [rp]
+        out: List[Token] = []
+        for t in info.body:
+            if t.kind == IDENT and t.text in env:
+                out.extend(env[t.text])
+            else:
+                out.append(t)
+        self.expanded += len(out)
+        if self.expanded > MAX_EXPANSION:
+            raise self.error("expanding `%s` passes %d tokens: definitions call each other too often"
+                             % (info.name, MAX_EXPANSION), name_tok)
+        return out
+
+    def run_expansion(self, toks: List[Token], name_tok: Token, info: DefInfo, fn):
+        end_tok = self.toks[self.pos - 1] if self.pos > 0 else name_tok
+        if toks and toks[-1].file.startswith("--def"):
+            last = toks[-1]  # an override's body: point just after it
+            eof = Token(EOF, "", last.line, last.col + len(last.text), 0.0, None, last.file, last.src)
+        else:  # like the reference: the use site's closing parenthesis
+            eof = Token(EOF, "", end_tok.line, end_tok.col, 0.0, None, end_tok.file, end_tok.src)
+        saved = (self.toks, self.pos)
+        self.toks, self.pos = toks + [eof], 0
+        note = "in the expansion of `%s` used at %s:%d:%d" % (info.name, name_tok.file, name_tok.line, name_tok.col)
+        self.use_notes.append(note)
+        self.enter(name_tok)
+        try:
+            result = fn()
+            if self.peek().kind != EOF:
+                t = self.peek()
+                raise self.error("unexpected %s in the body of `%s`" % (t.describe(), info.name), t)
+        finally:
+            self.use_notes.pop()
+            self.toks, self.pos = saved
+        self.leave()
+        return result
+
+    def expand_expr_def(self, info: DefInfo) -> ast.Expr:
+        name_tok = self.next()
+        toks = self.build_expansion(info, name_tok, statement=False)
+        return self.run_expansion(toks, name_tok, info, self.parse_expr)
+
+    def expand_stmt_def(self, info: DefInfo, out: list) -> None:
+        name_tok = self.next()
+        toks = self.build_expansion(info, name_tok, statement=True)
+        self.expect(";")
+
+        def body():
+            while self.peek().kind != EOF:
+                self.parse_stmt(out)
+        self.run_expansion(toks, name_tok, info, body)
+
+
+def fmt_num(v: float) -> str:
+    if v == int(v) and abs(v) < 1e16:
+        return str(int(v))
+    return repr(v)

@@ -1,0 +1,221 @@
+"""Expressions (feature map section 2): precedence climbing from ``?:``
+down to primaries, references ``kv[j]``, ``D[j].kv``, ``Q.x`` and draws;
+an expression ``def`` is expanded where it is used."""
+from typing import List, Optional
+
+from . import ast
+from .expand import RETIRED, STATE_FUNCS
+from .lexer import IDENT, NUMBER, PUNCT
+
+CMP = ("<", "<=", ">", ">=", "==", "!=")
+
+
+class ExpressionsMixin:
+    """The expression grammar of ``Parser``."""
+
+    def parse_ref(self, what: str = "a pool or stage name") -> ast.Name:
+        t = self.expect_ident(what)
+        name = t.text
+        index = None
+        if self.at("["):
+            self.next()
+            index = self.parse_expr()
+            self.expect("]")
+        if self.at(".") and self.peek(1).kind == IDENT:
+            self.next()
+            attr = self.next().text
+            q = self.queues.get(name)
+            if index is not None and q is not None and attr in q.pools:
+                return ast.Name(name + "." + attr, t.span(), index)
+            if index is not None:
+                raise self.error("`%s[…].%s` reads the request's attribute, which is no member's: write `%s.%s`"
+                                 % (name, attr, name, attr), t)
+            name = name + "." + attr
+            if index is None and self.at("["):
+                self.next()
+                index = self.parse_expr()
+                self.expect("]")
+        return ast.Name(name, t.span(), index)
+
+    def parse_keys(self) -> List[ast.Expr]:
+        self.expect("(")
+        keys = [self.parse_expr()]
+        while self.accept(","):
+            keys.append(self.parse_expr())
+        self.expect(")")
+        return keys
+
+    def paren_expr(self) -> ast.Expr:
+        self.expect("(")
+        e = self.parse_expr()
+        self.expect(")")
+        return e
+
+
+    # ------------------------------------------------------------ expressions
+
+    def parse_expr(self) -> ast.Expr:
+        t = self.peek()
+        self.enter(t)
+        test = self.parse_or()
+        if self.at("?"):
+            q = self.next()
+            then = self.parse_expr()
+            self.expect(":")
+            other = self.parse_expr()
+            test = ast.Cond(test, then, other, q.span())
+        self.leave()
+        return test
+
+    def parse_or(self) -> ast.Expr:
+        left = self.parse_and()
+        while self.at("||"):
+            op = self.next()
+            left = ast.Binary("||", left, self.parse_and(), op.span())
+        return left
+
+    def parse_and(self) -> ast.Expr:
+        left = self.parse_cmp()
+        while self.at("&&"):
+            op = self.next()
+            left = ast.Binary("&&", left, self.parse_cmp(), op.span())
+        return left
+
+    def parse_cmp(self) -> ast.Expr:
+        left = self.parse_add()
+        t = self.peek()
+        if t.kind == PUNCT and t.text in CMP:
+            self.next()
+            left = ast.Binary(t.text, left, self.parse_add(), t.span())
+        return left
+
+    def parse_add(self) -> ast.Expr:
+        left = self.parse_mul()
+        while self.at("+") or self.at("-"):
+            op = self.next()
+            left = ast.Binary(op.text, left, self.parse_mul(), op.span())
+        return left
+
+    def parse_mul(self) -> ast.Expr:
+        left = self.parse_unary()
+        while self.at("*") or self.at("/"):
+            op = self.next()
+            left = ast.Binary(op.text, left, self.parse_unary(), op.span())
+        return left
+
+    def parse_unary(self) -> ast.Expr:
+        t = self.peek()
+        if t.kind == PUNCT and t.text in ("-", "!"):
+            self.next()
+            self.enter(t)
+            operand = self.parse_unary()
+            self.leave()
+            return ast.Unary(t.text, operand, t.span())
+        return self.parse_power()
+
+    def parse_power(self) -> ast.Expr:
+        base = self.parse_primary()
+        if self.at("^"):
+            op = self.next()
+            self.enter(op)
+            right = self.parse_unary()
+            self.leave()
+            return ast.Binary("^", base, right, op.span())
+        return base
+
+    def parse_args(self) -> List[ast.Expr]:
+        self.expect("(")
+        args: List[ast.Expr] = []
+        if not self.at(")"):
+            args.append(self.parse_expr())
+            while self.accept(","):
+                args.append(self.parse_expr())
+        self.expect(")")
+        return args
+
+    def parse_primary(self) -> ast.Expr:
+        t = self.peek()
+        if t.kind == NUMBER:
+            self.next()
+            return ast.Num(t.value, t.span())
+        if t.kind == PUNCT and t.text == "(":
+            self.next()
+            e = self.parse_expr()
+            self.expect(")")
+            return e
+        if t.kind == PUNCT and t.text == "~":
+            self.next()
+            d = self.expect_ident("a distribution name")
+            return ast.Draw(d.text, self.parse_args(), t.span())
+        if t.kind == IDENT:
+            w = t.text
+            if w in ("max", "min", "sum") and self.peek(1).kind == IDENT and self.at("in", 2):
+                self.next()
+                var = self.next()
+                self.next()
+                c = self.peek()
+                if c.kind == NUMBER:
+                    self.next()
+                    count = ast.Num(c.value, c.span())
+                elif c.kind == IDENT:
+                    self.next()
+                    count = ast.Name(c.text, c.span())
+                elif c.kind == PUNCT and c.text == "(":
+                    count = self.paren_expr()
+                else:
+                    raise self.error("expected a count (a number, a `let` or a parenthesised constant), "
+                                     "found %s" % c.describe(), c)
+                body = self.paren_expr()
+                return ast.Agg(w, var.text, count, body, t.span())
+            if self.at("(", 1):
+                info = self.defs.get(w)
+                if info is not None:
+                    if info.is_block:
+                        raise self.error("`%s` is statements (`def %s(…) { … }`), not an expression" % (w, w), t)
+                    return self.expand_expr_def(info)
+                self.next()
+                return ast.Call(w, self.parse_args(), t.span())
+            if w in RETIRED and w not in ("admit",):
+                raise self.error("`%s` is a retired word and names nothing: %s" % (w, RETIRED[w]), t)
+            return self.parse_ref()
+        raise self.error("expected an expression, found %s" % t.describe(), t)
+
+
+
+def draws(e) -> bool:
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ast.Draw):
+            return True
+        stack.extend(children(x))
+    return False
+
+
+def live_state(e) -> Optional[str]:
+    """What live state (clock, pool/stage query) an expression reads, if any."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ast.Call) and x.func in STATE_FUNCS:
+            return "%s(…)" % x.func
+        if isinstance(x, ast.Name) and x.name == "now":
+            return "now"
+        stack.extend(children(x))
+    return None
+
+
+def children(x) -> list:
+    if isinstance(x, ast.Name):
+        return [x.index] if x.index is not None else []
+    if isinstance(x, ast.Unary):
+        return [x.operand]
+    if isinstance(x, ast.Binary):
+        return [x.left, x.right]
+    if isinstance(x, ast.Cond):
+        return [x.test, x.then, x.other]
+    if isinstance(x, (ast.Call, ast.Draw)):
+        return list(x.args)
+    if isinstance(x, ast.Agg):
+        return [x.count, x.body]
+    return []
