@@ -146,7 +146,7 @@ class ExpressionsMixin:
         if t.kind == PUNCT and t.text == "~":
             self.next()
             d = self.expect_ident("a distribution name")
-            return ast.Draw(d.text, self.parse_args(), t.span())
+            return ast.Draw(d.text, self.parse_args(), d.span())  # the reference points at the name
         if t.kind == IDENT:
             w = t.text
             if w in ("max", "min", "sum") and self.peek(1).kind == IDENT and self.at("in", 2):
