@@ -4,7 +4,7 @@ as token lists and expanded where used, constants folded, and array sizes
 import os
 from typing import Dict, List, Optional
 
-from ..errors import SyntaxError_
+from ..errors import Span, SyntaxError_
 from . import ast
 from .expand import DefInfo, LANGUAGE_WORDS, RETIRED, STATE_FUNCS, fold_const
 from .lexer import EOF, IDENT, PUNCT, STRING, Token, tokenize
@@ -287,7 +287,12 @@ class DefsMixin:
     def expand_expr_def(self, info: DefInfo) -> ast.Expr:
         name_tok = self.next()
         toks = self.build_expansion(info, name_tok, statement=False)
-        return self.run_expansion(toks, name_tok, info, self.parse_expr)
+        e = self.run_expansion(toks, name_tok, info, self.parse_expr)
+        if any(t.file.startswith("--def") for t in info.body):
+            # a `--def` body parsed; what the linker finds wrong in it is
+            # reported at the def's name in the program, as the reference does
+            _respan(e, info.tok)
+        return e
 
     def expand_stmt_def(self, info: DefInfo, out: list) -> None:
         name_tok = self.next()
@@ -304,3 +309,21 @@ def fmt_num(v: float) -> str:
     if v == int(v) and abs(v) < 1e16:
         return str(int(v))
     return repr(v)
+
+
+def _respan(node, tok: Token) -> None:
+    """Move every span of an override's body (file ``--def …``) to ``tok``."""
+    stack = [node]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, list):
+            stack.extend(x)
+            continue
+        if not hasattr(x, "__dataclass_fields__"):
+            continue
+        sp = getattr(x, "span", None)
+        if isinstance(sp, Span) and sp.file.startswith("--def"):
+            x.span = Span(tok.file, tok.line, tok.col, sp.length)
+        for f in x.__dataclass_fields__:
+            if f != "span":
+                stack.append(getattr(x, f))
