@@ -133,7 +133,7 @@ def test_array_let_through_other_let_and_override():
     assert prog.items[2].size == 3
     assert set(prog.array_lets) == {"M", "N"}
     e = err("let N = 2; let M = N + 1; pool a[M] {}", sets={"N": 5})
-    assert "the `let` override `N` affects an array size resolved during parsing" in e.message
+    assert "the `let` override `M` affects an array size resolved during parsing" in e.message
     parse("let N = 2; let K = 3; pool a[N] {}", sets={"K": 5})
 
 
@@ -329,7 +329,7 @@ def test_at_admission_bindings():
     ("pool kv {}\nsession { hold kv (1) at admission (f = free(kv)) { set g = f; } }", (2, 37),
      "the body reads `f`, and `f` reads `free(…)`"),
     ("pool kv {}\nsession { hold kv (n) at admission (n = ~det(3)) { } }", (2, 48), "`n` draws a sample"),
-    ("stage s : fifo;\nworkload { init { run s (1); } }", (2, 19), "init: workload blocks may only"),
+    ("stage s : fifo;\nworkload { init { run s (1); } }", (2, 23), "init: workload blocks may only"),
     ("stage e : step { cost 1; serve exclusive prefill; iteration { serve; } }", (1, 51),
      "`iteration` body with `serve exclusive prefill`"),
     ("stage e : step { cost 1; serve only (1); iteration { serve; } }", (1, 42),

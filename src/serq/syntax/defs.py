@@ -179,6 +179,8 @@ class DefsMixin:
             for x in [d] + self.let_deps.get(d, []):
                 if x not in self.array_lets:
                     self.array_lets.append(x)
+                    # the reference names the `let` the size reads, at the size
+                    self.array_let_use[x] = (d, start.span())
         return int(val)
 
 

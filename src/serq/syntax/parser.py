@@ -48,6 +48,7 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         self.let_deps: Dict[str, List[str]] = {}
         self.let_spans: Dict[str, Span] = {}
         self.array_lets: List[str] = []
+        self.array_let_use: Dict[str, Tuple[str, Span]] = {}
         self.program_names: Dict[str, str] = {}  # pool/stage/let names of the whole program
         self.context = "session"  # session | client | server | workload | entry
         self.in_fork = 0
@@ -241,8 +242,9 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         prog.expr_defs = [n for n in self.def_order if not self.defs[n].is_block]
         for name in self.sets:
             if name in self.array_lets:
+                direct, at = self.array_let_use[name]
                 raise SyntaxError_("the `let` override `%s` affects an array size resolved during parsing"
-                                   % name, self.let_spans.get(name), source=self.text,
+                                   % direct, at, source=self.text,
                                    help="change the `let` in the program instead")
         for name in self.defs_override:
             if name not in self.defs:
@@ -635,7 +637,9 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
                 body = self.parse_block("workload")
                 bad = _first_not_set_observe(body)
                 if bad is not None:
-                    self.defer(SyntaxError_("%s: workload blocks may only `set` and `observe`" % w, bad.span,
+                    # a run is pointed at by its stage, as the reference does
+                    at = bad.stages[0].span if isinstance(bad, ast.Run) else bad.span
+                    self.defer(SyntaxError_("%s: workload blocks may only `set` and `observe`" % w, at,
                                             help="move the statement into the session", source=self.text))
                 if w == "init":
                     wl.init = body
