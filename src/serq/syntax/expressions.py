@@ -169,7 +169,7 @@ class ExpressionsMixin:
                 return ast.Agg(w, var.text, count, body, t.span())
             if self.at("(", 1):
                 info = self.defs.get(w)
-                if info is not None:
+                if info is not None and not self.checking_def:  # a body's own check expands nothing
                     if info.is_block:
                         raise self.error("`%s` is statements (`def %s(…) { … }`), not an expression" % (w, w), t)
                     return self.expand_expr_def(info)

@@ -49,6 +49,7 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         self.let_spans: Dict[str, Span] = {}
         self.array_lets: List[str] = []
         self.array_let_use: Dict[str, Tuple[str, Span]] = {}
+        self.checking_def = False  # parsing a def body where it is declared
         self.program_names: Dict[str, str] = {}  # pool/stage/let names of the whole program
         self.context = "session"  # session | client | server | workload | entry
         self.in_fork = 0
