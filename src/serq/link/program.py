@@ -141,10 +141,11 @@ class Linker:
             t = type(it)
             if t is ast.PoolDecl or t is ast.StageDecl:
                 table = self.scope.pools if t is ast.PoolDecl else self.scope.stages
-                other = self.scope.stages if t is ast.PoolDecl else self.scope.pools
                 word = "pool" if t is ast.PoolDecl else "stage"
-                if it.name in table or it.name in other:
-                    first = (table.get(it.name) or other.get(it.name)).span
+                # Pools and stages are two namespaces (a queue `S` may own a pool
+                # `S` next to its stage `S`, as the reference allows).
+                if it.name in table:
+                    first = table[it.name].span
                     raise LinkError("duplicate %s `%s`" % (word, it.name), it.span,
                                     notes=["first declared at %d:%d" % (first.line, first.col)],
                                     help="rename or remove one of the declarations")
@@ -505,6 +506,7 @@ class Linker:
         for stmts in ((wl.init, wl.turn) if wl else ([], [])):
             bl.block(stmts, Where())  # the parser allows only `set` and `observe` here
         self._lint_stale_sets()
+        self._fresh_bindings()
         bl.block(self.prog.session, Where())
         bl.finish()
         if bl.forks and not bl.joins:
@@ -547,6 +549,48 @@ class Linker:
                 self.scope.defer(LinkError("hidden `%s`: no `set` or `choose` makes it a session attribute"
                                 % name, span))
             self.scope.hidden[name] = span
+
+    def _fresh_bindings(self) -> None:
+        """An `at admission` name must be fresh: not a built-in attribute and
+        not an attribute some other statement sets (the reference lets the
+        binding shadow it in the header; serq refuses)."""
+        wl = self.prog.workload
+        blocks = ([wl.init, wl.turn] if wl else []) + [self.prog.session]
+        sets: Dict[str, int] = {}
+        holds = []
+
+        def walk(stmts):
+            for st in stmts:
+                t = type(st)
+                if t is ast.Set:
+                    sets[st.name] = sets.get(st.name, 0) + 1
+                elif t is ast.Choose:
+                    sets[st.var] = sets.get(st.var, 0) + 1
+                elif t is ast.Hold:
+                    holds.append(st)
+                    walk(st.body)
+                elif t is ast.Branch:
+                    walk(st.then)
+                    walk(st.other)
+                elif t in (ast.Loop, ast.Fork):
+                    walk(st.body)
+        for b in blocks:
+            walk(b)
+        for h in holds:
+            bound = getattr(h, "bound_names", None) or []
+            # The parser writes a binding the body reads as a `set` at the top
+            # of the body; those sets are the binding's own.
+            generated = set()
+            for st in h.body:
+                if type(st) is not ast.Set or st.name not in bound:
+                    break
+                generated.add(st.name)
+            for name in bound:
+                if name in ir.BUILTIN_ATTRS or sets.get(name, 0) > (name in generated):
+                    self.scope.defer(LinkError(
+                        "`at admission (%s = …)`: `%s` is also a session attribute; a binding "
+                        "takes a fresh name" % (name, name), h.pools[0].ref.span,
+                        help="rename the binding"))
 
     def _lint_stale_sets(self) -> None:
         stale: Dict[str, tuple] = {}
