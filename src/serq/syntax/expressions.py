@@ -114,7 +114,13 @@ class ExpressionsMixin:
         return self.parse_power()
 
     def parse_power(self) -> ast.Expr:
+        bare_draw = self.at("~")
         base = self.parse_primary()
+        if bare_draw and self.at("^"):
+            # As in the reference, a draw binds like a prefix operator: it is
+            # no base of `^` unless parenthesised.
+            raise self.error("a draw is not the base of `^`", self.peek(),
+                             help="parenthesise the draw: `(~%s(…)) ^ …`" % base.dist)
         if self.at("^"):
             op = self.next()
             self.enter(op)
