@@ -228,7 +228,7 @@ class Linker:
                                 help="rename one of them")
 
     def _collect(self, stmts) -> None:
-        for s in stmts:
+        for s in ast.walk(stmts):
             t = type(s)
             if t is ast.Set:
                 self.scope.attr(s.name)
@@ -236,13 +236,6 @@ class Linker:
                 self.scope.attr(s.var)
             elif t is ast.Observe:
                 self.scope.observe(s.name)
-            elif t is ast.Hold:
-                self._collect(s.body)
-            elif t is ast.Branch:
-                self._collect(s.then)
-                self._collect(s.other)
-            elif t in (ast.Loop, ast.Fork):
-                self._collect(s.body)
 
     # ------------------------------------------------------------ declarations
 
@@ -558,24 +551,14 @@ class Linker:
         blocks = ([wl.init, wl.turn] if wl else []) + [self.prog.session]
         sets: Dict[str, int] = {}
         holds = []
-
-        def walk(stmts):
-            for st in stmts:
+        for b in blocks:
+            for st in ast.walk(b):
                 t = type(st)
-                if t is ast.Set:
-                    sets[st.name] = sets.get(st.name, 0) + 1
-                elif t is ast.Choose:
-                    sets[st.var] = sets.get(st.var, 0) + 1
+                if t is ast.Set or t is ast.Choose:
+                    name = st.name if t is ast.Set else st.var
+                    sets[name] = sets.get(name, 0) + 1
                 elif t is ast.Hold:
                     holds.append(st)
-                    walk(st.body)
-                elif t is ast.Branch:
-                    walk(st.then)
-                    walk(st.other)
-                elif t in (ast.Loop, ast.Fork):
-                    walk(st.body)
-        for b in blocks:
-            walk(b)
         for h in holds:
             bound = getattr(h, "bound_names", None) or []
             # The parser writes a binding the body reads as a `set` at the top

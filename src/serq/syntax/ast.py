@@ -388,3 +388,16 @@ class Program:
     array_lets: List[str] = field(default_factory=list)
     # Names of the expression definitions (for ``--def`` diagnostics).
     expr_defs: List[str] = field(default_factory=list)
+
+
+def walk(stmts: List[Stmt]):
+    """Every statement of a block and of its nested blocks, in pre-order
+    (a hold's body, a branch's then and else, a loop's or fork's body)."""
+    for s in stmts:
+        yield s
+        t = type(s)
+        if t is Hold or t is Loop or t is Fork:
+            yield from walk(s.body)
+        elif t is Branch:
+            yield from walk(s.then)
+            yield from walk(s.other)
