@@ -492,9 +492,7 @@ class Linker:
         self.hidden()
         arrival = self.arrival()
         blocks: List[List[ir.Stmt]] = []
-        bl = BlockLinker(self.ex, blocks)
-        bl.pool_caps = caps
-        bl.pending_release = []
+        bl = BlockLinker(self.ex, blocks, caps)
         wl = self.prog.workload
         for stmts in ((wl.init, wl.turn) if wl else ([], [])):
             bl.block(stmts, Where())  # the parser allows only `set` and `observe` here

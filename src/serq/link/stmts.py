@@ -43,8 +43,10 @@ def _const(e: ast.Expr, lets) -> Optional[float]:
 
 
 class BlockLinker:
-    def __init__(self, ex: ExprLinker, blocks: List[List[ir.Stmt]]):
+    def __init__(self, ex: ExprLinker, blocks: List[List[ir.Stmt]], pool_caps: List[tuple]):
         self.ex = ex
+        self.pool_caps = pool_caps  # (cap, block) per pool member
+        self.pending_release: List[tuple] = []  # (ref, statement, enclosing hold refs)
         self.scope = ex.scope
         self.blocks = blocks
         self.session_m = moment("Session", "a session statement")
@@ -133,8 +135,6 @@ class BlockLinker:
             self.pending_release.append((ref, s, [f.refs for f in where.holds]))
             return ir.Release(ref)
         raise LinkError("unexpected statement", getattr(s, "span", None))
-
-    pending_release: List[tuple]
 
     def finish(self) -> None:
         """Checks that need the whole session (releases of leases)."""
@@ -301,8 +301,6 @@ class BlockLinker:
                 for i in range(fam.count):
                     out.append(self.pool_caps[fam.base + i])
         return out
-
-    pool_caps: List[tuple]
 
     def branch(self, s: ast.Branch, where: Where) -> ir.Branch:
         t = s.test
