@@ -87,11 +87,9 @@ class Linker:
         if not isinstance(value, str):
             raise LinkError("the override of `%s` is %r, not a number or an expression"
                             % (name, value))
-        try:
-            return ast.Num(float(value.replace("_", "")), span) if _is_number(value) else \
-                self.parse_expr(value, "--set %s" % name)
-        except LinkError:
-            raise
+        if _is_number(value):
+            return ast.Num(float(value.replace("_", "")), span)
+        return self.parse_expr(value, "--set %s" % name)
 
     # --------------------------------------------------------------- settings
 

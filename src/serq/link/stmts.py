@@ -13,7 +13,7 @@ from ..ir import nodes as ir
 from ..syntax import ast
 from . import consts
 from .exprs import ExprLinker
-from .scope import Moment, moment
+from .scope import moment
 
 
 @dataclass

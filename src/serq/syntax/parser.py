@@ -460,7 +460,7 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
                                  help="a step stage takes budget, cost, chunk, granule, serve, memory, "
                                       "state, iteration")
             self.expect(";")
-        close = self.next()
+        self.next()  # the closing `}`
         if iter_tok is not None and (only_tok is not None or opts.serve == "exclusive"):
             if only_tok is not None:
                 self.defer(self.error("an `iteration` body with a stage-level `serve only`: the body says "

@@ -327,13 +327,7 @@ class QueueMixin:
             self.expect("]")
         self.expect(".")
         verb = self.expect_ident("an entry name")
-        open_ = self.expect("(")
-        args: List[ast.Expr] = []
-        if not self.at(")"):
-            args.append(self.parse_expr())
-            while self.accept(","):
-                args.append(self.parse_expr())
-        self.expect(")")
+        args = self.parse_args()
         src_q = None
         src_idx = None
         src_pool = None

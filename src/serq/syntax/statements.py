@@ -284,23 +284,28 @@ class StatementsMixin:
         raise self.error("several stages play `%s` (%s): write `%s on STAGE (...)`"
                          % (role, ", ".join(found), role), tok)
 
+    def parse_transfer_tail(self, t):
+        """``(X) from P to Q (n);`` after a transfer's stage: (work, P, Q, n)."""
+        work = self.paren_expr()
+        if not self.at("from"):
+            raise self.error("`transfer` without `from P to Q (n)`: a KV transfer leaves the lease (or "
+                             "hold) on P and enters the hold on Q", t,
+                             help="write `transfer (X) from P to Q (n);`")
+        self.next()
+        src = self.parse_ref("a pool name")
+        self.expect("to")
+        dst = self.parse_ref("a pool name")
+        n = self.paren_expr()
+        self.expect(";")
+        return work, src, dst, n
+
     def parse_serving(self, out: list) -> None:
         t = self.next()
         role = t.text
         sp = t.span()
         stages: List[ast.Name] = []
         if role == "transfer" and self.context == "entry" and not self.at("[") and not self.at("on"):
-            work = self.paren_expr()
-            if not self.at("from"):
-                raise self.error("`transfer` without `from P to Q (n)`: a KV transfer leaves the lease (or "
-                                 "hold) on P and enters the hold on Q", t,
-                                 help="write `transfer (X) from P to Q (n);`")
-            self.next()
-            src = self.parse_ref("a pool name")
-            self.expect("to")
-            dst = self.parse_ref("a pool name")
-            n = self.paren_expr()
-            self.expect(";")
+            work, src, dst, n = self.parse_transfer_tail(t)
             out.append(QTransfer(work, src, dst, n, t))
             return
         if self.at("["):
@@ -321,17 +326,7 @@ class StatementsMixin:
         else:
             stages = [ast.Name(self.resolve_role(t, role), sp)]
         if role == "transfer":
-            work = self.paren_expr()
-            if not self.at("from"):
-                raise self.error("`transfer` without `from P to Q (n)`: a KV transfer leaves the lease (or "
-                                 "hold) on P and enters the hold on Q", t,
-                                 help="write `transfer (X) from P to Q (n);`")
-            self.next()
-            src = self.parse_ref("a pool name")
-            self.expect("to")
-            dst = self.parse_ref("a pool name")
-            n = self.paren_expr()
-            self.expect(";")
+            work, src, dst, n = self.parse_transfer_tail(t)
             q = self.queues.get(stages[0].name)
             if q is not None and q.latency is not None:
                 lat = ast.Name(q.name + ".latency", sp, copy.deepcopy(stages[0].index))
