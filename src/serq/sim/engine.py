@@ -1,0 +1,357 @@
+"""The simulator: clock, event heap, arrivals, sessions and the settle.
+
+Events are kept in a heap keyed by (time, insertion sequence), so events at
+one instant run in the order they were scheduled.  After every event the
+simulator *settles* (feature map §7.5): it runs every ready session, in the
+order they became ready, until each blocks; then lets each stage whose job
+set changed reschedule; then records the time-average signals.  Gauges are
+read just before the clock moves to a later instant, and at the end.
+
+``run(program)`` returns a ``RunResult`` with everything the report needs.
+"""
+import heapq
+import math
+from collections import deque
+
+from ..errors import RunError
+from ..ir import nodes as ir
+from ..report.stats import TimeAverage
+from . import rng as streams
+from .exprs import Compiler, fmt
+from .session import AGAIN, EndSession, Interpreter, Session, new_attrs
+from .stages import Delay, Fifo, Ps
+
+READY_LIMIT = 1000
+
+
+class Observation(object):
+    __slots__ = ("name", "values", "times", "sessions", "turns", "all_values")
+
+    def __init__(self, name):
+        self.name = name
+        self.values = []
+        self.times = []
+        self.sessions = []
+        self.turns = []
+        self.all_values = []  # warm-up included, for the `at end` aggregates
+
+
+class GaugeTrace(object):
+    __slots__ = ("name", "fn", "times", "values")
+
+    def __init__(self, name, fn):
+        self.name = name
+        self.fn = fn
+        self.times = []
+        self.values = []
+
+
+class NoSession(object):
+    """The context of an expression evaluated with no session (a gauge)."""
+    __slots__ = ("a", "rng")
+
+    def __init__(self, rng):
+        self.a = None
+        self.rng = rng
+
+
+class Simulator(object):
+    def __init__(self, prog: ir.Program, trace=None):
+        if prog.pools:
+            raise RunError("serq cannot simulate pools yet (the program declares %d)"
+                           % len(prog.pools))
+        self.prog = prog
+        self.now = 0.0
+        self.heap = []
+        self.seq = 0
+        self.events = 0
+        self.ready = deque()
+        self.warm = prog.warmup <= 0.0
+        self.seed = prog.seed
+        self.arrival_rng = streams.arrival_stream(prog.seed)
+        self.machine_rng = streams.machine_stream(prog.seed)
+        self.trace_rng = streams.trace_stream(prog.seed)
+        self.registers = [r.init for r in prog.registers]
+        self.trace = trace  # corpus: list of sessions, each a list of turns
+        self.arrived = 0
+        self.live = 0
+        self.ended = 0
+        self.turns = 0
+        self.live_avg = TimeAverage(0.0)
+        self.changed = []
+        self.compiler = Compiler(self)
+        self.stages = [self._make_stage(i, st) for i, st in enumerate(prog.stages)]
+        self.observations = [Observation(n) for n in prog.observes]
+        self.interp = Interpreter(self, prog, self.compiler)
+        self.init_code = self.interp.code[prog.init]
+        self.turn_code = self.interp.code[prog.turn]
+        ctx = NoSession(self.machine_rng)
+        self.gauges = [GaugeTrace(g.name, (lambda f: lambda: f(ctx))(self.compiler.expr(g.expr)))
+                       for g in prog.gauges]
+        if prog.arrival.kind == "Renewal":
+            self.gap = self.compiler.expr(prog.arrival.value)
+            self.gap_ctx = NoSession(self.arrival_rng)
+
+    # ------------------------------------------------------------- building
+
+    def _make_stage(self, i, st: ir.Stage):
+        k = st.kind
+        if type(k) is ir.Fifo:
+            return Fifo(self, i, st.name, st.index, k.servers)
+        if type(k) is ir.Delay:
+            return Delay(self, i, st.name, st.index)
+        if type(k) is ir.Ps:
+            return Ps(self, i, st.name, st.index, self.compiler.expr(k.capacity))
+        raise RunError("serq cannot simulate step stages yet (stage `%s`)" % st.name)
+
+    def query(self, fun):
+        stages = self.stages
+        if fun == "Queue":
+            return lambda m, x: float(stages[m].present())
+        if fun == "Busy":
+            return lambda m, x: stages[m].busy()
+        if fun == "Work":
+            return lambda m, x: stages[m].work_left(self.now)
+        if fun == "EstLambda":
+            return lambda m, x: stages[m].est.lam()
+        if fun == "EstRho":
+            return lambda m, x: stages[m].est.rho()
+        if fun == "EstWait":
+            return lambda m, x: stages[m].est.w()
+        if fun == "Price":
+            def price(m, x, s_hit, ds):
+                est = stages[m].est
+                lam, rho, w = est.lam(), est.rho(), est.w()
+                s_miss = s_hit + ds
+                return ds + lam * (s_miss * s_miss - s_hit * s_hit) / (2.0 * (1.0 - rho)) + \
+                    lam * w * ds / (1.0 - rho)
+            return price
+        raise RunError("serq cannot read `%s(…)` yet" % fun)
+
+    def aggregate_reader(self, kind, obs):
+        raise RunError("claims are not simulated yet")
+
+    def describe_index(self, ref):
+        return "index"
+
+    # --------------------------------------------------------------- events
+
+    def schedule(self, t, fn, arg):
+        self.seq += 1
+        heapq.heappush(self.heap, (t, self.seq, fn, arg))
+
+    def mark_changed(self, stage):
+        self.changed.append(stage)
+
+    # ------------------------------------------------------------- sessions
+
+    def error(self, s, st, msg):
+        return RunError("session %d, at t = %s: %s" % (s.serial, fmt(self.now), msg))
+
+    def resume(self, s):
+        self.make_ready(s)
+
+    def make_ready(self, s):
+        if s.ready_at == self.now:
+            s.ready_count += 1
+            if s.ready_count > READY_LIMIT:
+                raise RunError("the instant t = %s does not settle: session %d became ready "
+                               "%d times without time passing" % (fmt(self.now), s.serial,
+                                                                  s.ready_count),
+                               help="a loop of zero-time runs or holds never lets time pass")
+        else:
+            s.ready_at = self.now
+            s.ready_count = 1
+        s.steps = 0
+        self.ready.append(s)
+
+    def arrive(self, _=None):
+        """An open arrival: the next one is scheduled, then the session starts."""
+        a = self.prog.arrival
+        limit = self.prog.arrivals
+        if limit is None or self.arrived + 1 < limit:
+            if a.kind == "Poisson":
+                gap = -math.log(1.0 - self.arrival_rng.random_f64()) / a.value
+            else:
+                gap = self.gap(self.gap_ctx)
+                if not (gap > 0.0 and gap != math.inf):
+                    raise RunError("`arrive renewal(…)`: the interarrival time is %s, not a "
+                                   "positive time" % fmt(gap))
+            self.schedule(self.now + gap, self.arrive, None)
+        self.spawn()
+
+    def spawn(self):
+        prog = self.prog
+        serial = self.arrived
+        self.arrived += 1
+        self.live += 1
+        s = Session(serial, new_attrs(prog, serial), streams.statement_stream(self.seed, serial))
+        if self.trace is not None:
+            n = len(self.trace)
+            i = serial % n if prog.trace_ordered else self.trace_rng.range_u32(0, n - 1)
+            s.trace_turns = self.trace[i]
+        self.run_workload_block(s, self.init_code, 0)
+        s.gen = self.interp.run_block(s, prog.session)
+        self.make_ready(s)
+        return s
+
+    def run_workload_block(self, s, code, turns_taken):
+        saved = s.rng
+        s.rng = streams.workload_stream(self.seed, s.serial, turns_taken)
+        try:
+            for op in code:
+                if op[0] == 0:  # SET
+                    s.a[op[1]] = op[2](s)
+                else:
+                    self.observe(op[1], op[2](s), s)
+        finally:
+            s.rng = saved
+
+    def turn(self, s):
+        prog = self.prog
+        a = s.a
+        a[prog.slots[2]] += 1.0
+        if self.warm:
+            self.turns += 1
+        s.turns += 1
+        if s.trace_turns is not None:
+            turns = s.trace_turns
+            if s.trace_next < len(turns):
+                new, out, think, forced = turns[s.trace_next]
+                a[prog.slots[3]] = new
+                a[prog.slots[4]] = out
+                a[prog.slots[5]] = think
+                a[prog.slots[7]] = forced
+                s.trace_next += 1
+                a[prog.slots[6]] = 1.0 if s.trace_next < len(turns) else 0.0
+            else:
+                a[prog.slots[6]] = 0.0
+        self.run_workload_block(s, self.turn_code, s.turns)
+
+    def fork(self, s, body):
+        root = s.root()
+        leg = Session(root.serial, list(s.a), streams.leg_stream(self.seed, root.serial,
+                                                                 root.forks), leg_of=root)
+        root.forks += 1
+        root.legs_live += 1
+        leg.gen = self.interp.run_block(leg, body)
+        self.make_ready(leg)
+
+    def observe(self, i, value, s):
+        o = self.observations[i]
+        o.all_values.append(value)
+        if self.warm:
+            o.values.append(value)
+            o.times.append(self.now)
+            o.sessions.append(s.serial)
+            o.turns.append(int(s.a[self.prog.slots[2]]))
+
+    def step(self, s):
+        """Run a ready session until it blocks or ends."""
+        try:
+            if next(s.gen) == AGAIN:
+                self.make_ready(s)
+        except (StopIteration, EndSession):
+            self.finish(s)
+
+    def finish(self, s):
+        if s.leg_of is not None:
+            root = s.leg_of
+            root.legs_live -= 1
+            if root.legs_live == 0 and root.joining:
+                root.joining = False
+                self.make_ready(root)
+            return
+        if s.legs_live:
+            raise RunError("session %d, at t = %s: the session ends while %d forked leg(s) run; "
+                           "write `join;` before the end" % (s.serial, fmt(self.now),
+                                                              s.legs_live))
+        s.alive = False
+        self.live -= 1
+        if self.warm:
+            self.ended += 1
+        if self.prog.arrival.kind == "Closed":
+            self.spawn()
+
+    # ----------------------------------------------------------------- run
+
+    def settle(self):
+        ready = self.ready
+        while ready:
+            self.step(ready.popleft())
+        if self.changed:
+            changed = self.changed
+            self.changed = []
+            for st in sorted(set(changed), key=lambda x: x.index):
+                st.reschedule()
+        now = self.now
+        self.live_avg.set(now, float(self.live))
+        for st in self.stages:
+            st.record(now)
+
+    def read_gauges(self):
+        now = self.now
+        for g in self.gauges:
+            v = g.fn()
+            if not g.values or g.values[-1] != v:
+                g.times.append(now)
+                g.values.append(v)
+
+    def end_warmup(self, _=None):
+        self.warm = True
+        now = self.now
+        self.live_avg.restart(now)
+        for st in self.stages:
+            st.restart(now)
+
+    def run(self):
+        prog = self.prog
+        horizon = prog.horizon
+        if prog.warmup > 0.0:
+            self.schedule(prog.warmup, self.end_warmup, None)
+        a = prog.arrival
+        if a.kind == "Poisson":
+            self.schedule(0.0, self.arrive, None)
+        elif a.kind == "Renewal":
+            gap = self.gap(self.gap_ctx)
+            if not (gap > 0.0 and gap != math.inf):
+                raise RunError("`arrive renewal(…)`: the interarrival time is %s, not a positive "
+                               "time" % fmt(gap))
+            self.schedule(gap, self.arrive, None)
+        elif a.kind in ("Batch", "Closed"):
+            for _ in range(a.value):
+                self.spawn()
+        limit = prog.arrivals
+        self.settle()
+        end = horizon
+        heap = self.heap
+        while heap:
+            if limit is not None and self.arrived >= limit and self.live == 0:
+                end = self.now
+                break
+            t = heap[0][0]
+            if t > horizon:
+                break
+            if t > self.now:
+                self.read_gauges()
+            _, _, fn, arg = heapq.heappop(heap)
+            self.now = t
+            self.events += 1
+            fn(arg)
+            self.settle()
+        else:
+            if limit is not None and self.arrived >= limit and self.live == 0:
+                end = self.now
+        if limit is not None:
+            if self.arrived < limit:
+                raise RunError("run: horizon %s reached before requested arrivals: got %d, "
+                               "requested %d" % (fmt(horizon), self.arrived, limit))
+            if self.live:
+                raise RunError("run: failed to drain %d active sessions within horizon %s"
+                               % (self.live, fmt(horizon)))
+            if end <= prog.warmup:
+                raise RunError("run: arrivals drained at %s before or at warmup %s; no "
+                               "measurement interval" % (fmt(end), fmt(prog.warmup)))
+        self.read_gauges()
+        self.end = end
+        return self

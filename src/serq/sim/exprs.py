@@ -1,0 +1,211 @@
+"""IR expressions -> Python closures, compiled once per run.
+
+A compiled expression is ``f(x)``: ``x`` is the evaluation context — a
+session (its attributes ``x.a``, its current stream ``x.rng``) or a stage
+context (``x.a`` is None, ``x.rng`` the machine stream, ``x.present`` …).
+Context variables read the attribute of ``x`` of the same name in lower
+case (``N`` -> ``x.present``), ``Now`` the simulator's clock.  Arithmetic is
+IEEE as in the reference: comparisons and logic give 0.0 or 1.0, a division
+by zero gives an infinity or NaN, ``ln(0)`` is ``-inf``.
+"""
+import math
+from typing import Callable
+
+from ..errors import RunError
+from ..ir import nodes as ir
+from . import dist
+
+INF = math.inf
+NAN = math.nan
+
+
+def fdiv(a: float, b: float) -> float:
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a != a or a == 0.0:
+            return NAN
+        return math.copysign(INF, a) * math.copysign(1.0, b)
+
+
+def fpow(a: float, b: float) -> float:
+    try:
+        return math.pow(a, b)
+    except OverflowError:
+        if a < 0 and float(b).is_integer() and int(b) % 2 == 1:
+            return -INF
+        return INF
+    except ValueError:
+        return NAN
+
+
+def fln(x: float) -> float:
+    if x > 0:
+        return math.log(x)
+    if x == 0:
+        return -INF
+    return NAN
+
+
+def fsqrt(x: float) -> float:
+    return math.sqrt(x) if x >= 0 else NAN
+
+
+def fexp(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return INF
+
+
+def fmin(a: float, b: float) -> float:
+    if a != a:
+        return b
+    if b != b:
+        return a
+    return a if a <= b else b
+
+
+def fmax(a: float, b: float) -> float:
+    if a != a:
+        return b
+    if b != b:
+        return a
+    return a if a >= b else b
+
+
+def ffloor(x: float) -> float:
+    return float(math.floor(x)) if x == x and x not in (INF, -INF) else x
+
+
+def fceil(x: float) -> float:
+    return float(math.ceil(x)) if x == x and x not in (INF, -INF) else x
+
+
+MATH1 = {"Abs": abs, "Floor": ffloor, "Ceil": fceil, "Sqrt": fsqrt, "Exp": fexp, "Ln": fln}
+MATH2 = {"Min": fmin, "Max": fmax, "Pow": fpow}
+
+CTX_FIELD = {"Waited": "waited", "Size": "size", "Age": "age", "Last": "last",
+             "Queued": "queued", "N": "present", "Ntok": "ntok", "Ndec": "ndec",
+             "Npre": "npre", "Nres": "nres", "Kvb": "kvb", "Kvp": "kvp", "Attn": "attn",
+             "Decoding": "decoding", "Admission": "admission", "Remaining": "remaining",
+             "Position": "position", "Admitted": "admitted", "Preempted": "preempted",
+             "Demand": "demand", "Served": "served", "Arrived": "arrived"}
+
+
+class Compiler:
+    """Compiles expressions for one simulator (``sim`` answers the queries)."""
+
+    def __init__(self, sim):
+        self.sim = sim
+
+    def expr(self, e) -> Callable:
+        t = type(e)
+        if t is ir.Num:
+            v = e.value
+            return lambda x: v
+        if t is ir.Attr:
+            slot = e.slot
+            return lambda x: x.a[slot]
+        if t is ir.Ctx:
+            if e.var == "Now":
+                sim = self.sim
+                return lambda x: sim.now
+            name = CTX_FIELD[e.var]
+            return lambda x: getattr(x, name)
+        if t is ir.Binary:
+            return self.binary(e)
+        if t is ir.Unary:
+            f = self.expr(e.operand)
+            if e.op == "Neg":
+                return lambda x: -f(x)
+            return lambda x: 1.0 if f(x) == 0.0 else 0.0
+        if t is ir.Cond:
+            c, a, b = self.expr(e.test), self.expr(e.then), self.expr(e.other)
+            return lambda x: a(x) if c(x) != 0.0 else b(x)
+        if t is ir.Sample:
+            law = dist.LAWS[e.dist.lower()]
+            args = [self.expr(a) for a in e.args]
+            if len(args) == 1:
+                f0 = args[0]
+                return lambda x: law(x.rng, f0(x))
+            f0, f1 = args
+            return lambda x: law(x.rng, f0(x), f1(x))
+        if t is ir.Call:
+            return self.call(e)
+        if t is ir.Reg:
+            r = e.register
+            regs = self.sim.registers
+            return lambda x: regs[r]
+        if t is ir.AggRef:
+            return self.sim.aggregate_reader(e.kind, e.obs)
+        raise TypeError(e)
+
+    def binary(self, e) -> Callable:
+        a, b = self.expr(e.left), self.expr(e.right)
+        op = e.op
+        if op == "Add":
+            return lambda x: a(x) + b(x)
+        if op == "Sub":
+            return lambda x: a(x) - b(x)
+        if op == "Mul":
+            return lambda x: a(x) * b(x)
+        if op == "Div":
+            return lambda x: fdiv(a(x), b(x))
+        if op == "Pow":
+            return lambda x: fpow(a(x), b(x))
+        if op == "Lt":
+            return lambda x: 1.0 if a(x) < b(x) else 0.0
+        if op == "Le":
+            return lambda x: 1.0 if a(x) <= b(x) else 0.0
+        if op == "Gt":
+            return lambda x: 1.0 if a(x) > b(x) else 0.0
+        if op == "Ge":
+            return lambda x: 1.0 if a(x) >= b(x) else 0.0
+        if op == "Eq":
+            return lambda x: 1.0 if a(x) == b(x) else 0.0
+        if op == "Ne":
+            return lambda x: 1.0 if a(x) != b(x) else 0.0
+        if op == "And":
+            return lambda x: 1.0 if a(x) != 0.0 and b(x) != 0.0 else 0.0
+        if op == "Or":
+            return lambda x: 1.0 if a(x) != 0.0 or b(x) != 0.0 else 0.0
+        raise TypeError(op)
+
+    def call(self, e) -> Callable:
+        fun = e.fun
+        if fun in MATH1:
+            f, a = MATH1[fun], self.expr(e.args[0].expr)
+            return lambda x: f(a(x))
+        if fun in MATH2:
+            f, a, b = MATH2[fun], self.expr(e.args[0].expr), self.expr(e.args[1].expr)
+            return lambda x: f(a(x), b(x))
+        ref = self.member(e.args[0].ref)
+        extra = [self.expr(a.expr) for a in e.args[1:]]
+        query = self.sim.query(fun)
+        if not extra:
+            return lambda x: query(ref(x), x)
+        s_hit, ds = extra
+        return lambda x: query(ref(x), x, s_hit(x), ds(x))
+
+    def member(self, r: ir.Ref) -> Callable:
+        """The member index a reference names, checked at run time."""
+        base, count = r.base, r.count
+        if r.index is None:
+            return lambda x: base
+        idx = self.expr(r.index)
+        sim = self.sim
+
+        def pick(x):
+            v = idx(x)
+            if v >= 0 and v < count and v == int(v):
+                return base + int(v)
+            raise RunError("index `%s` is %s: a member of an array of %d is 0 to %d"
+                           % (sim.describe_index(r), fmt(v), count, count - 1))
+        return pick
+
+
+def fmt(v: float) -> str:
+    if v == v and v not in (INF, -INF) and float(v).is_integer():
+        return str(int(v))
+    return repr(v)

@@ -1,0 +1,190 @@
+"""Sessions and the statement interpreter.
+
+A session (or a fork leg) runs its block as a Python generator: statements
+that take no time run inline; a statement that must wait yields, and the
+simulator resumes the generator when the wait is over.  What is yielded:
+
+* ``WAIT``  — the session waits for a stage job or a ``join``; whoever ends
+  the wait calls ``sim.resume(session)``;
+* ``AGAIN`` — the session goes to the back of the ready queue at once (a
+  run of zero work, as the reference does).
+
+``end;`` raises ``EndSession``; a block that runs out ends the session the
+same way.
+"""
+import math
+
+from ..errors import RunError
+from ..ir import nodes as ir
+from . import rng as streams
+from .exprs import fmt
+
+WAIT = 0
+AGAIN = 1
+
+SET, OBSERVE, RUN, BRANCH, LOOP, CHOOSE, END, TURN, FORK, JOIN = range(10)
+
+MAX_STEPS = 1000000
+
+
+class EndSession(Exception):
+    """``end;`` was executed."""
+
+
+class Session(object):
+    """One arrival's session (``leg_of`` is None) or one of its fork legs."""
+
+    __slots__ = ("serial", "a", "rng", "gen", "leg_of", "legs_live", "forks", "joining",
+                 "steps", "ready_at", "ready_count", "turns", "trace_turns", "trace_next",
+                 "alive", "describe")
+
+    def __init__(self, serial, attrs, rng, leg_of=None):
+        self.serial = serial
+        self.a = attrs
+        self.rng = rng
+        self.gen = None
+        self.leg_of = leg_of
+        self.legs_live = 0
+        self.forks = 0
+        self.joining = False
+        self.steps = 0
+        self.ready_at = -1.0
+        self.ready_count = 0
+        self.turns = 0
+        self.trace_turns = None
+        self.trace_next = 0
+        self.alive = True
+
+    def root(self):
+        return self.leg_of if self.leg_of is not None else self
+
+
+class Interpreter(object):
+    """Compiled blocks of one program and the generator that runs them."""
+
+    def __init__(self, sim, prog, compiler):
+        self.sim = sim
+        self.prog = prog
+        c = compiler
+        self.code = []
+        for block in prog.blocks:
+            ops = []
+            for st in block:
+                ops.append(self.compile(st, c))
+            self.code.append(ops)
+
+    def compile(self, st, c):
+        t = type(st)
+        if t is ir.Set:
+            return (SET, st.slot, c.expr(st.value), st)
+        if t is ir.Observe:
+            return (OBSERVE, st.obs, c.expr(st.value), st)
+        if t is ir.Run:
+            if st.also or st.mode != "Plain" or st.growing is not None:
+                stage = None
+            else:
+                stage = c.member(st.stage)
+            return (RUN, stage, c.expr(st.work), st)
+        if t is ir.Branch:
+            return (BRANCH, c.expr(st.test), st.then, st.other, st)
+        if t is ir.Loop:
+            return (LOOP, st.body, None, st)
+        if t is ir.Choose:
+            return (CHOOSE, st.var, c.expr(st.count), [c.expr(k) for k in st.key], st)
+        if t is ir.End:
+            return (END, st)
+        if t is ir.Turn:
+            return (TURN, st)
+        if t is ir.Fork:
+            return (FORK, st.body, st)
+        if t is ir.Join:
+            return (JOIN, st)
+        raise NotImplementedError("serq cannot run `%s` statements yet" % t.__name__)
+
+    def run_block(self, s, b):
+        """The generator of block ``b`` for session (or leg) ``s``."""
+        sim = self.sim
+        for op in self.code[b]:
+            k = op[0]
+            s.steps += 1
+            if s.steps > MAX_STEPS:
+                raise sim.error(s, op[-1], "ran %d statements without blocking" % MAX_STEPS)
+            if k == SET:
+                s.a[op[1]] = op[2](s)
+            elif k == RUN:
+                stage_of = op[1]
+                if stage_of is None:
+                    raise sim.error(s, op[-1], "serq cannot run this kind of `run` yet")
+                work = op[2](s)
+                if work != work or work < -1e-9:
+                    raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
+                                    "or seconds" % fmt(work))
+                member = stage_of(s)
+                if work <= 1e-9:
+                    yield AGAIN
+                else:
+                    sim.stages[member].submit(s, work)
+                    yield WAIT
+            elif k == OBSERVE:
+                sim.observe(op[1], op[2](s), s)
+            elif k == BRANCH:
+                g = op[1](s)
+                if g == 1.0:
+                    yield from self.run_block(s, op[2])
+                elif g == 0.0:
+                    yield from self.run_block(s, op[3])
+                else:
+                    raise sim.error(s, op[-1], "the guard is %s, not 0 or 1; a draw is written "
+                                    "`branch with (p)`" % fmt(g))
+            elif k == LOOP:
+                body = op[1]
+                while True:
+                    yield from self.run_block(s, body)
+            elif k == CHOOSE:
+                self.choose(s, op)
+            elif k == END:
+                if s.leg_of is None and s.legs_live:
+                    raise sim.error(s, op[-1], "the session ends while %d forked leg(s) run; "
+                                    "write `join;` before the end" % s.legs_live)
+                raise EndSession()
+            elif k == TURN:
+                sim.turn(s)
+            elif k == FORK:
+                sim.fork(s, op[1])
+            elif k == JOIN:
+                if s.legs_live:
+                    s.joining = True
+                    yield WAIT
+
+    def choose(self, s, op):
+        n = op[2](s)
+        if not (n >= 0 and n != float("inf") and n == int(n)):
+            raise self.sim.error(s, op[-1], "the count is %s, not a whole number" % fmt(n))
+        slot, keys = op[1], op[3]
+        a = s.a
+        best = None
+        best_j = 0.0
+        for j in range(int(n)):
+            a[slot] = float(j)
+            key = [total_key(f(s)) for f in keys]
+            if best is None or key < best:
+                best = key
+                best_j = float(j)
+        a[slot] = best_j
+
+
+def total_key(v: float):
+    """Rust's ``total_cmp`` order for a float: NaN after +inf, -0 before +0."""
+    if v != v:
+        return (2, 0.0, 0)
+    return (1, v, 0 if math.copysign(1.0, v) < 0 else 1)
+
+
+def new_attrs(prog, serial):
+    a = [0.0] * len(prog.attrs)
+    a[prog.slots[1]] = float(serial)
+    return a
+
+
+def leg_rng(seed, serial, k):
+    return streams.leg_stream(seed, serial, k)
