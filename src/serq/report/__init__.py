@@ -1,0 +1,1 @@
+"""The report: statistics, the report rows, JSON and text output, and --dump."""

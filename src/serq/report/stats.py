@@ -1,0 +1,279 @@
+"""Statistics behind the report, with the float operation order of pyserq 0.1.3.
+
+Every function here was checked bit for bit against pyserq 0.1.3 (see
+tests/test_report_stats.py); the order of the float operations matters, so
+change nothing here without re-running those tests.
+
+* Observations (:func:`summarize_samples`):
+
+  - ``mean``: Welford, ``d = x - mean; mean += d / n; m2 += d * (x - mean)``;
+  - ``cv2``: ``(m2 / (n - 1)) / (mean * mean)``; ``None`` for n < 2 or mean 0;
+  - ``ci``: batch means for n >= 40: ``b = n // 20``; batch ``i`` mean is the
+    left-to-right sum of ``samples[i*b:(i+1)*b]`` divided by ``b`` (the
+    ``n - 20*b`` last samples are ignored); ``g`` = left-to-right sum of the
+    20 batch means / 20; ``var = sum((m - g) * (m - g)) / 19``;
+    ``ci = 2.093 * sqrt(var / 20)``;
+  - ``p99``: the ``ceil(0.99 * n)``-th smallest sample (rank clamped to 1..n).
+
+* Time averages (:class:`TimeAverage`, :func:`summarize_gauge`): the integral
+  is the left-to-right sum of ``value * (t_next - t)`` over the pieces, the
+  first piece starting at the warm-up end and the last one stopping at the
+  run end; the mean is ``integral / (end - warmup)``.  A gauge's CI uses 20
+  windows ``[w + i*width, w + (i+1)*width]`` (``width = (end - w) / 20``, the
+  last window ending at ``end``), each window mean being its integral (same
+  summation) divided by ``width``; then as for observations
+  (``g``, ``var / 19``, ``2.093 * sqrt(var / 20)``).
+
+* Inter-token latency (:class:`ItlHistogram`): exact mean ``sum / n``
+  (left-to-right sum); quantiles from log buckets
+  ``k = floor(ln x / ln_1p(0.01))`` with the value
+  ``exp((k + 0.5) * ln_1p(0.01))`` clamped to the bucket's observed min/max,
+  at rank ``ceil(q * n)``.
+"""
+import math
+from typing import List, Optional, Sequence, Tuple
+
+#: Student t quantile (0.975, 19 degrees of freedom) used by every CI.
+T_19 = 2.093
+#: Number of batches (observations) or windows (time averages) of a CI.
+BATCHES = 20
+#: Fewest samples with a batch-means CI.
+MIN_CI_SAMPLES = 40
+
+
+class Welford(object):
+    """Running count, mean and sum of squared deviations (pyserq's order)."""
+
+    __slots__ = ("n", "mean", "m2")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.mean = 0.0
+        self.m2 = 0.0
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        d = x - self.mean
+        self.mean += d / self.n
+        self.m2 += d * (x - self.mean)
+
+    def variance(self) -> Optional[float]:
+        """Sample variance (divisor n - 1); ``None`` below 2 samples."""
+        if self.n < 2:
+            return None
+        return self.m2 / (self.n - 1)
+
+
+def _sum(xs: Sequence[float]) -> float:
+    s = 0.0
+    for x in xs:
+        s += x
+    return s
+
+
+def ci_of_means(means: Sequence[float]) -> float:
+    """95 % half-width from the 20 batch (or window) means."""
+    g = _sum(means) / len(means)
+    v = 0.0
+    for m in means:
+        v += (m - g) * (m - g)
+    v /= len(means) - 1
+    return T_19 * math.sqrt(v / len(means))
+
+
+def batch_means_ci(samples: Sequence[float]) -> Optional[float]:
+    """Batch-means CI of a sample list; ``None`` (JSON null) below 40 samples."""
+    n = len(samples)
+    if n < MIN_CI_SAMPLES:
+        return None
+    b = n // BATCHES
+    means = [_sum(samples[i * b:(i + 1) * b]) / b for i in range(BATCHES)]
+    return ci_of_means(means)
+
+
+def nearest_rank(sorted_samples: Sequence[float], q: float) -> Optional[float]:
+    """The ``ceil(q n)``-th smallest of sorted samples (rank clamped to 1..n)."""
+    n = len(sorted_samples)
+    if n == 0:
+        return None
+    k = min(max(int(math.ceil(q * n)), 1), n)
+    return sorted_samples[k - 1]
+
+
+def summarize_samples(samples: Sequence[float]) -> Tuple[
+        int, Optional[float], Optional[float], Optional[float], Optional[float]]:
+    """``(count, mean, ci, cv2, p99)`` of an observation; ``None`` = null."""
+    w = Welford()
+    for x in samples:
+        w.add(x)
+    if w.n == 0:
+        return 0, None, None, None, None
+    var = w.variance()
+    cv2 = None
+    if var is not None and w.mean != 0:
+        cv2 = var / (w.mean * w.mean)
+    p99 = nearest_rank(sorted(samples), 0.99)
+    return w.n, w.mean, batch_means_ci(samples), cv2, p99
+
+
+class TimeAverage(object):
+    """Integral of a piecewise-constant signal from the warm-up end on.
+
+    ``set(t, v)`` records that the signal is ``v`` from time ``t`` on (calls
+    in non-decreasing ``t``; a repeated value or time is harmless);
+    ``restart(t)`` drops what was integrated before ``t`` (warm-up end);
+    ``mean(end)`` is the time average over ``[start, end]``.
+
+    Accumulation, the single place to tune against the reference: at each
+    ``set`` the piece just ended adds ``value * (t - last)`` to ``area``
+    (left to right, one product per call).  A ``set`` at the same time
+    adds ``value * 0.0`` (= 0, harmless for finite values).
+    """
+
+    __slots__ = ("value", "last", "start", "area")
+
+    def __init__(self, value: float = 0.0, t: float = 0.0) -> None:
+        self.value = value
+        self.last = t
+        self.start = t
+        self.area = 0.0
+
+    def set(self, t: float, value: float) -> None:
+        self.area += self.value * (t - self.last)
+        self.last = t
+        self.value = value
+
+    def restart(self, t: float) -> None:
+        self.area = 0.0
+        self.last = t
+        self.start = t
+
+    def integral(self, end: float) -> float:
+        return self.area + self.value * (end - self.last)
+
+    def mean(self, end: float) -> float:
+        span = end - self.start
+        if span <= 0:
+            return 0.0
+        return self.integral(end) / span
+
+
+def _integral(times: Sequence[float], values: Sequence[float],
+              a: float, b: float, first: int) -> Tuple[float, int]:
+    """Integral over [a, b] of the step signal; ``first`` is a piece index
+    whose start is <= a (or 0).  Returns (integral, index of the piece
+    holding at b) so consecutive windows need one pass."""
+    n = len(times)
+    i = first
+    while i + 1 < n and times[i + 1] <= a:
+        i += 1
+    s = 0.0
+    j = i
+    while j < n:
+        lo = times[j] if times[j] > a else a
+        hi = times[j + 1] if j + 1 < n else math.inf
+        if hi > b:
+            hi = b
+        if hi > lo:
+            s += values[j] * (hi - lo)
+        if j + 1 >= n or times[j + 1] >= b:
+            break
+        j += 1
+    return s, i
+
+
+def summarize_gauge(times: Sequence[float], values: Sequence[float],
+                    warmup: float, end: float) -> Tuple[float, float, float, float]:
+    """``(mean, ci, min, max)`` of a gauge over ``[warmup, end]`` from its
+    change points (``times[0]`` is the first change, normally 0; before it
+    the signal counts as absent).  An empty signal gives all zeros."""
+    if not times or end <= warmup:
+        return 0.0, 0.0, 0.0, 0.0
+    total, _ = _integral(times, values, warmup, end, 0)
+    mean = total / (end - warmup)
+    width = (end - warmup) / BATCHES
+    means: List[float] = []
+    k = 0
+    for i in range(BATCHES):
+        a = warmup + i * width
+        b = warmup + (i + 1) * width if i + 1 < BATCHES else end
+        s, k = _integral(times, values, a, b, k)
+        means.append(s / width)
+    ci = ci_of_means(means)
+    lo = hi = None
+    n = len(times)
+    for j in range(n):
+        t0 = times[j] if times[j] > warmup else warmup
+        t1 = times[j + 1] if j + 1 < n else math.inf
+        if t1 > end:
+            t1 = end
+        if t1 > t0:
+            v = values[j]
+            if lo is None or v < lo:
+                lo = v
+            if hi is None or v > hi:
+                hi = v
+    if lo is None:
+        lo = hi = 0.0
+    return mean, ci, lo, hi
+
+
+#: Width of an ITL bucket in natural-log units (1 %).
+_LOG_STEP = math.log1p(0.01)
+_ZERO_BUCKET = -(1 << 63)
+
+
+class ItlHistogram(object):
+    """Inter-token gaps: exact mean, quantiles within 0.5 % (1 % log buckets)."""
+
+    __slots__ = ("n", "total", "buckets")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.total = 0.0
+        # bucket -> [count, min, max]
+        self.buckets = {}
+
+    @staticmethod
+    def bucket(x: float) -> int:
+        if x <= 0:
+            return _ZERO_BUCKET
+        return int(math.floor(math.log(x) / _LOG_STEP))
+
+    def add(self, x: float) -> None:
+        self.n += 1
+        self.total += x
+        k = self.bucket(x)
+        c = self.buckets.get(k)
+        if c is None:
+            self.buckets[k] = [1, x, x]
+        else:
+            c[0] += 1
+            if x < c[1]:
+                c[1] = x
+            if x > c[2]:
+                c[2] = x
+
+    def mean(self) -> Optional[float]:
+        if self.n == 0:
+            return None
+        return self.total / self.n
+
+    def quantile(self, q: float) -> Optional[float]:
+        if self.n == 0:
+            return None
+        rank = min(max(int(math.ceil(q * self.n)), 1), self.n)
+        seen = 0
+        for k in sorted(self.buckets):
+            c = self.buckets[k]
+            seen += c[0]
+            if seen >= rank:
+                if k == _ZERO_BUCKET:
+                    return c[1]
+                v = math.exp((k + 0.5) * _LOG_STEP)
+                if v < c[1]:
+                    v = c[1]
+                if v > c[2]:
+                    v = c[2]
+                return v
+        return None  # not reached
