@@ -19,7 +19,7 @@ from ..report.stats import TimeAverage
 from . import rng as streams
 from .exprs import Compiler, fmt
 from .session import AGAIN, EndSession, Interpreter, Session, new_attrs
-from .stages import Delay, Fifo, Ps
+from .stages import Delay, Fifo, Flows, Ps, SharedStage
 
 READY_LIMIT = 1000
 
@@ -55,6 +55,21 @@ class NoSession(object):
         self.rng = rng
 
 
+def shared_members(prog):
+    """Stage members that a run holds together with another stage (and so
+    every member of those families)."""
+    out = set()
+
+    def family(r):
+        return range(r.base, r.base + r.count)
+    for block in prog.blocks:
+        for st in block:
+            if type(st) is ir.Run and st.also:
+                for r in [st.stage] + st.also:
+                    out.update(family(r))
+    return out
+
+
 class Simulator(object):
     def __init__(self, prog: ir.Program, trace=None):
         if prog.pools:
@@ -80,6 +95,9 @@ class Simulator(object):
         self.live_avg = TimeAverage(0.0)
         self.changed = []
         self.compiler = Compiler(self)
+        self.shared = shared_members(prog)
+        self.flows = Flows(self, prog.share) if self.shared else None
+        self.flows_dirty = False
         self.stages = [self._make_stage(i, st) for i, st in enumerate(prog.stages)]
         self.observations = [Observation(n) for n in prog.observes]
         self.interp = Interpreter(self, prog, self.compiler)
@@ -100,6 +118,8 @@ class Simulator(object):
             return Fifo(self, i, st.name, st.index, k.servers)
         if type(k) is ir.Delay:
             return Delay(self, i, st.name, st.index)
+        if type(k) is ir.Ps and i in self.shared:
+            return SharedStage(self, i, st.name, st.index, k.capacity.value)
         if type(k) is ir.Ps:
             return Ps(self, i, st.name, st.index, self.compiler.expr(k.capacity))
         raise RunError("serq cannot simulate step stages yet (stage `%s`)" % st.name)
@@ -284,6 +304,9 @@ class Simulator(object):
             self.changed = []
             for st in sorted(set(changed), key=lambda x: x.index):
                 st.reschedule()
+        if self.flows_dirty:
+            self.flows_dirty = False
+            self.flows.recompute()
         now = self.now
         self.live_avg.set(now, float(self.live))
         for st in self.stages:

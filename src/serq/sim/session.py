@@ -80,11 +80,10 @@ class Interpreter(object):
         if t is ir.Observe:
             return (OBSERVE, st.obs, c.expr(st.value), st)
         if t is ir.Run:
-            if st.also or st.mode != "Plain" or st.growing is not None:
-                stage = None
-            else:
-                stage = c.member(st.stage)
-            return (RUN, stage, c.expr(st.work), st)
+            if st.mode != "Plain" or st.growing is not None:
+                raise NotImplementedError("serq cannot run step stages yet")
+            also = [c.member(r) for r in st.also]
+            return (RUN, c.member(st.stage), c.expr(st.work), also, st)
         if t is ir.Branch:
             return (BRANCH, c.expr(st.test), st.then, st.other, st)
         if t is ir.Loop:
@@ -112,18 +111,25 @@ class Interpreter(object):
             if k == SET:
                 s.a[op[1]] = op[2](s)
             elif k == RUN:
-                stage_of = op[1]
-                if stage_of is None:
-                    raise sim.error(s, op[-1], "serq cannot run this kind of `run` yet")
                 work = op[2](s)
                 if work != work or work < -1e-9:
                     raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
                                     "or seconds" % fmt(work))
-                member = stage_of(s)
+                stage = sim.stages[op[1](s)]
+                if op[3]:
+                    stages = [stage] + [sim.stages[m(s)] for m in op[3]]
+                    if len(set(stages)) < len(stages):
+                        raise sim.error(s, op[-1], "the run names stage `%s` twice"
+                                        % stage.name)
+                else:
+                    stages = None
                 if work <= 1e-9:
                     yield AGAIN
+                elif stage.kind == "shared":
+                    sim.flows.start(s, stages or [stage], work)
+                    yield WAIT
                 else:
-                    sim.stages[member].submit(s, work)
+                    stage.submit(s, work)
                     yield WAIT
             elif k == OBSERVE:
                 sim.observe(op[1], op[2](s), s)

@@ -58,13 +58,17 @@ class Stage(object):
 
     def done(self, job, now):
         """Book-keeping of a finished job, then the session goes on."""
+        self.done_flow(job, now)
+        self.sim.resume(job[0])
+
+    def done_flow(self, job, now):
+        """Book-keeping of a finished job (for a flow: on each of its stages)."""
         self.est.observe(job[3], job[3] - job[2], now - job[3])
         if self.sim.warm:
             st = self.stats
             st.completed += 1
             st.wait.add(job[3] - job[2])
             st.service.add(now - job[3])
-        self.sim.resume(job[0])
 
     def busy(self):
         return float(self.present())
@@ -268,3 +272,146 @@ class Estimator(object):
 
     def w(self):
         return self.wait if self.starts >= 2 else 0.0
+
+
+class SharedStage(Stage):
+    """A ``ps`` stage that some run holds together with another stage: its
+    jobs are flows of the program's ``Flows`` (``share maxmin|bottleneck``)."""
+    kind = "shared"
+
+    def __init__(self, sim, index, name, member, cap):
+        Stage.__init__(self, sim, index, name, member)
+        self.cap = cap
+        self.flows = {}  # flow id -> flow, in start order
+
+    def present(self):
+        return len(self.flows)
+
+    def record(self, now):
+        n = len(self.flows)
+        self.stats.number.set(now, float(n))
+        load = 0.0
+        for f in self.flows.values():
+            load += f.rate
+        self.stats.util.set(now, load / self.cap)
+
+    def work_left(self, now):
+        total = 0.0
+        for f in self.flows.values():
+            total += f.remaining - f.rate * (now - f.since)
+        return total
+
+
+class Flow(object):
+    __slots__ = ("id", "session", "stages", "remaining", "rate", "since", "start", "job")
+
+    def __init__(self, fid, session, stages, work, now):
+        self.id = fid
+        self.session = session
+        self.stages = stages
+        self.remaining = work
+        self.rate = 0.0
+        self.since = now
+        self.start = now
+        self.job = [session, work, now, now]
+
+
+class Flows(object):
+    """Every flow of the program over its shared stages.  Rates are
+    recomputed after a settle in which a flow started or ended, over the
+    stages that change touched (and every stage their flows connect them
+    to); then the earliest finish is scheduled and older ones go stale."""
+
+    def __init__(self, sim, policy):
+        self.sim = sim
+        self.maxmin = policy == "MaxMin"
+        self.next_id = 0
+        self.flows = {}
+        self.touched = set()
+        self.epoch = 0
+
+    def start(self, session, stages, work):
+        now = self.sim.now
+        f = Flow(self.next_id, session, stages, work, now)
+        self.next_id += 1
+        self.flows[f.id] = f
+        for st in stages:
+            st.flows[f.id] = f
+            self.touched.add(st)
+        self.sim.flows_dirty = True
+
+    def component(self):
+        stages = set(self.touched)
+        todo = list(stages)
+        flows = {}
+        while todo:
+            st = todo.pop()
+            for f in st.flows.values():
+                if f.id not in flows:
+                    flows[f.id] = f
+                    for other in f.stages:
+                        if other not in stages:
+                            stages.add(other)
+                            todo.append(other)
+        return sorted(stages, key=lambda s: s.index), [flows[k] for k in sorted(flows)]
+
+    def recompute(self):
+        now = self.sim.now
+        stages, flows = self.component()
+        self.touched = set()
+        for f in flows:
+            if now > f.since:
+                f.remaining -= f.rate * (now - f.since)
+            f.since = now
+        if self.maxmin:
+            self._maxmin(stages, flows)
+        else:
+            for f in flows:
+                f.rate = min(st.cap / len(st.flows) for st in f.stages)
+        self.epoch += 1
+        best = None
+        for f in self.flows.values():
+            if f.rate > 0.0:
+                t = f.since + max(0.0, f.remaining) / f.rate
+                if best is None or t < best[0]:
+                    best = (t, f.id)
+        if best is not None:
+            self.sim.schedule(best[0], self.finish, (self.epoch, best[1]))
+
+    def _maxmin(self, stages, flows):
+        left = {st: st.cap for st in stages}
+        unfrozen = {st: len(st.flows) for st in stages}
+        frozen = set()
+        while len(frozen) < len(flows):
+            pick = None
+            for st in stages:
+                if unfrozen[st] > 0:
+                    share = left[st] / unfrozen[st]
+                    if pick is None or share < pick[0]:
+                        pick = (share, st)
+            if pick is None:
+                break
+            share, st = pick
+            for f in st.flows.values():
+                if f.id in frozen:
+                    continue
+                frozen.add(f.id)
+                f.rate = share
+                for other in f.stages:
+                    left[other] -= share
+                    unfrozen[other] -= 1
+
+    def finish(self, arg):
+        epoch, fid = arg
+        if epoch != self.epoch:
+            return
+        now = self.sim.now
+        f = self.flows.pop(fid)
+        for st in f.stages:
+            del st.flows[fid]
+            self.touched.add(st)
+        self.sim.flows_dirty = True
+        f.job[3] = f.start
+        for st in f.stages:
+            st.done_flow(f.job, now)
+        self.sim.resume(f.session)
