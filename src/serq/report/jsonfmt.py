@@ -1,0 +1,99 @@
+"""``report_json``: the report as pyserq 0.1.3's compact one-line JSON.
+
+Numbers (checked byte for byte against pyserq):
+
+* ``None``, NaN and infinities are ``null``;
+* a float is written in plain positional notation with the shortest
+  round-trip digits (Python's ``repr`` digits, never an exponent) and no
+  fractional part when it has none: ``100``, ``-0``, ``0.30000000000000004``,
+  ``100000000000000000000`` for 1e20, ``0.0000001`` for 1e-7;
+* count fields (``int``) are written as integers, booleans as
+  ``true``/``false``;
+* no spaces; keys in the order of :mod:`serq.report.model`.
+"""
+import math
+from typing import List
+
+from .model import Report
+
+
+def format_float(x: float) -> str:
+    """A float as pyserq writes it (``null`` for NaN and infinities)."""
+    if math.isnan(x) or math.isinf(x):
+        return "null"
+    r = repr(float(x))
+    sign = ""
+    if r[0] == "-":
+        sign, r = "-", r[1:]
+    mant, _, exp = r.partition("e")
+    ip, _, fp = mant.partition(".")
+    digits = ip + fp
+    point = len(ip) + (int(exp) if exp else 0)
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0")
+    if not digits:
+        return sign + "0"
+    if point <= 0:
+        return sign + "0." + "0" * (-point) + digits
+    if point >= len(digits):
+        return sign + digits + "0" * (point - len(digits))
+    return sign + digits[:point] + "." + digits[point:]
+
+
+def _str(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch < " ":
+            out.append({"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+                        "\t": "\\t"}.get(ch, "\\u%04x" % ord(ch)))
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _value(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return format_float(v)
+    if isinstance(v, str):
+        return _str(v)
+    raise TypeError("no JSON form for %r" % (v,))
+
+
+def _object(pairs) -> str:
+    return "{" + ",".join(_str(k) + ":" + v for k, v in pairs) + "}"
+
+
+def _row(row) -> str:
+    pairs = []
+    for k in row.JSON_FIELDS:
+        v = getattr(row, k)
+        if k == "over_cap" and v is not None:
+            text = _object([("queue", _str(v[0])), ("need", format_float(float(v[1])))])
+        else:
+            text = _value(v)
+        pairs.append((k, text))
+    return _object(pairs)
+
+
+def report_json(report: Report) -> str:
+    """The compact JSON text of a report (no trailing newline)."""
+    pairs: List = [(k, _value(getattr(report, k))) for k in Report.SCALAR_FIELDS]
+    pairs.append(("observes", _object((name, _row(o)) for name, o in report.observes.items())))
+    pairs.append(("gauges", _object((name, _row(g)) for name, g in report.gauges.items())))
+    if report.claims is not None:
+        pairs.append(("claims", "[" + ",".join(_row(c) for c in report.claims) + "]"))
+    pairs.append(("stages", "[" + ",".join(_row(s) for s in report.stages) + "]"))
+    pairs.append(("pools", "[" + ",".join(_row(p) for p in report.pools) + "]"))
+    return _object(pairs)
