@@ -1,0 +1,139 @@
+"""The readable report of ``serq run`` (without ``--json``).
+
+serQ 0.1.3 documents the content but not the layout; this one is ours:
+
+    run: horizon 100 end 100 warmup 0 seed 1 events 210 arrivals 103 ended 101 turns 0 mean live 1.2
+
+    observe  count      mean   95% CI      cv2      p99
+    lat        101   1.02716  ±0.1764  0.93811  4.39027
+
+    stage  number    util  done  thru     wait  service  iters
+    gpu      1.21  0.6543   101  1.01  0.21403  0.81312      0
+
+followed, when present, by a step table (iteration statistics of stages
+that iterated), the pool, gauge and claim tables, and one line per finding:
+``note:`` (a test observation constant 0 over >= 40 samples), ``idle:``
+(a step stage that ended with work it could not start) and ``over:`` (a
+pool whose queue head asks for more than the cap).  Numbers have 6
+significant digits; ``-`` is an absent value; a CI below 40 samples is
+``NaN``.  Plain text, columns aligned with spaces, ends with a newline.
+"""
+import math
+from typing import List, Optional, Sequence
+
+from .model import Report
+
+
+def num(x: Optional[float]) -> str:
+    """A number for a table cell: 6 significant digits, ``-`` if absent."""
+    if x is None:
+        return "-"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return str(x)
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == 0:
+        return "0"
+    return "%.6g" % x
+
+
+def _ci(x: Optional[float]) -> str:
+    if x is None or math.isnan(x) or math.isinf(x):
+        return "NaN"
+    return "\u00b1" + num(x)
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]],
+          align: str = "") -> List[str]:
+    """Lines of a table, two spaces between columns, no trailing spaces.
+    ``align`` has one letter per column, ``l`` or ``r``; by default the first
+    column is left-aligned and the others (numbers) right-aligned."""
+    align = align or "l" + "r" * (len(header) - 1)
+    widths = [len(h) for h in header]
+    for r in rows:
+        for i, c in enumerate(r):
+            widths[i] = max(widths[i], len(c))
+    lines = []
+    for r in [list(header)] + [list(r) for r in rows]:
+        cells = [c.ljust(w) if a == "l" else c.rjust(w)
+                 for c, w, a in zip(r, widths, align)]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _member(name: str, index: Optional[int]) -> str:
+    return name if index is None else "%s[%d]" % (name, index)
+
+
+def report_text(report: Report) -> str:
+    r = report
+    out: List[str] = []
+    out.append("run: horizon %s end %s warmup %s seed %d events %d arrivals %d "
+               "ended %d turns %d mean live %s" % (
+                   num(r.horizon), num(r.end), num(r.warmup), r.seed, r.events,
+                   r.arrivals, r.ended, r.turns, num(r.mean_live)))
+    if r.observes:
+        out.append("")
+        out += table(("observe", "count", "mean", "95% CI", "cv2", "p99"),
+                     [(o.name, str(o.count), num(o.mean), _ci(o.ci), num(o.cv2), num(o.p99))
+                      for o in r.observes.values()])
+    if r.stages:
+        out.append("")
+        out += table(("stage", "number", "util", "done", "thru", "wait", "service", "iters"),
+                     [(_member(s.name, s.index), num(s.mean_number), num(s.utilization),
+                       str(s.completed), num(s.throughput), num(s.mean_wait),
+                       num(s.mean_service), str(s.iterations)) for s in r.stages])
+        steps = [s for s in r.stages if s.iterations > 0]
+        if steps:
+            out.append("")
+            out += table(("step", "prefill", "decode", "mixed", "decodes", "batch",
+                          "step time", "itl", "itl p50", "itl p99"),
+                         [(_member(s.name, s.index), num(s.prefill_only), num(s.decode_only),
+                           num(s.mixed), num(s.mean_decodes), num(s.mean_decode_batch),
+                           num(s.mean_decode_step), num(s.mean_itl), num(s.itl_p50),
+                           num(s.itl_p99)) for s in steps])
+    if r.pools:
+        out.append("")
+        out += table(("pool", "used", "cached", "queue", "holders", "wait", "admitted",
+                      "evicted", "units", "preempt", "spills", "rejected", "stuck"),
+                     [(_member(p.name, p.index), num(p.mean_used), num(p.mean_cached),
+                       num(p.mean_queue), num(p.mean_holders), num(p.mean_wait),
+                       str(p.admissions), str(p.evicted_entries), num(p.evicted_units),
+                       str(p.preemptions), str(p.spills), str(p.rejected), str(p.stuck))
+                      for p in r.pools])
+    if r.gauges:
+        out.append("")
+        out += table(("gauge", "mean", "95% CI", "min", "max"),
+                     [(g.name, num(g.mean), _ci(g.ci), num(g.min), num(g.max))
+                      for g in r.gauges.values()])
+    if r.claims:
+        out.append("")
+        out += table(("claim", "kind", "result", "checked", "failures", "first"),
+                     [(c.name, c.kind.replace("_", " "), c.result.replace("_", " "),
+                       str(c.checked), str(c.failures), num(c.first)) for c in r.claims],
+                     align="lllrrr")
+    findings: List[str] = []
+    for c in r.claims or ():
+        if c.note is not None:
+            findings.append("note: claim %s: %s" % (c.name, c.note))
+    for o in r.observes.values():
+        if o.constant_zero():
+            findings.append("note: observe %s is constant 0 over %d samples" % (o.name, o.count))
+    for s in r.stages:
+        if s.idle_with_work:
+            findings.append("idle: stage %s ended with work it could not start (idle_with_work)"
+                            % _member(s.name, s.index))
+    for p in r.pools:
+        if p.over_cap is not None:
+            findings.append("over: pool %s: the head of queue %s asks for %s units, more than the cap"
+                            % (_member(p.name, p.index), p.over_cap[0], num(p.over_cap[1])))
+        if p.stuck:
+            findings.append("stuck: pool %s: %d session(s) stuck" % (_member(p.name, p.index), p.stuck))
+    if findings:
+        out.append("")
+        out += findings
+    return "\n".join(out) + "\n"
