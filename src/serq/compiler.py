@@ -77,19 +77,22 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
     ov = Overrides(sets=sets, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                    trace=trace)
     program = link(prog, ov, parse_expr=parse_expression)
+    if path is not None and trace is None:
+        program.trace_dir = os.path.dirname(path)
     if program.trace is not None:
         # The reference reads the trace only when the run starts; serq reads it
         # now, so a missing or malformed trace is refused before any run.
-        read_trace(trace_path(program.trace, path, overridden=trace is not None))
+        read_trace(trace_path(program))
     return program
 
 
-def trace_path(trace: str, program_path: Optional[str], overridden: bool) -> str:
-    """Where a trace is read from: next to the program file, or (for text
-    programs and the ``--trace`` override) from the current directory."""
-    if overridden or program_path is None or os.path.isabs(trace):
-        return trace
-    return os.path.join(os.path.dirname(program_path), trace)
+def trace_path(program: ir.Program) -> str:
+    """Where a program's trace is read from: next to the program file, or
+    (for text programs, IR input and the ``--trace`` override) from the
+    current directory."""
+    if program.trace_dir is None or os.path.isabs(program.trace):
+        return program.trace
+    return os.path.join(program.trace_dir, program.trace)
 
 
 __all__ = ["compile_program", "parse_expression", "read_source", "SerqError"]

@@ -378,3 +378,6 @@ class Program:
     claims: List[Claim] = field(default_factory=list)
     registers: List[Register] = field(default_factory=list)
     version: int = 11
+    # Not part of the IR: the directory a relative `trace` path is read from
+    # (the program file's; None for text, IR input and `--trace`: the cwd).
+    trace_dir: Optional[str] = None

@@ -1,0 +1,60 @@
+"""A finished simulation -> the ``Report`` (report/model.py).
+
+Rates and time averages are over ``[warmup, end]``; observations hold only
+samples taken after warm-up; counts follow the feature map §8.
+"""
+from ..ir import nodes as ir
+from .model import GaugeRow, ObserveRow, Report, StageRow
+from .stats import summarize_gauge, summarize_samples
+
+_TESTS = ("Lt", "Le", "Gt", "Ge", "Eq", "Ne", "And", "Or")
+
+
+def _test_observations(prog):
+    """Observation indices whose (first) expression is a comparison or logic."""
+    out = set()
+    seen = set()
+    for block in prog.blocks:
+        for st in block:
+            if type(st) is ir.Observe and st.obs not in seen:
+                seen.add(st.obs)
+                v = st.value
+                if (type(v) is ir.Binary and v.op in _TESTS) or \
+                        (type(v) is ir.Unary and v.op == "Not"):
+                    out.add(st.obs)
+    return out
+
+
+def _mean(w):
+    return w.mean if w.n else None
+
+
+def build_report(sim) -> Report:
+    prog = sim.prog
+    end = sim.end
+    span = end - prog.warmup
+    tests = _test_observations(prog)
+    observes = {}
+    for i, o in enumerate(sim.observations):
+        count, mean, ci, cv2, p99 = summarize_samples(o.values)
+        observes[o.name] = ObserveRow(o.name, count, mean, ci, cv2, p99, is_test=i in tests)
+    gauges = {}
+    for g in sim.gauges:
+        mean, ci, lo, hi = summarize_gauge(g.times, g.values, prog.warmup, end)
+        gauges[g.name] = GaugeRow(g.name, mean, ci, lo, hi)
+    stages = []
+    for st in sim.stages:
+        s = st.stats
+        stages.append(StageRow(
+            name=st.name, index=st.member, mean_number=s.number.mean(end),
+            utilization=s.util.mean(end), completed=s.completed,
+            throughput=s.completed / span, mean_wait=_mean(s.wait),
+            mean_service=_mean(s.service), iterations=0, prefill_only=0.0,
+            decode_only=0.0, mixed=0.0, mean_decodes=0.0, mean_decode_batch=None,
+            mean_decode_step=None, mean_itl=None, itl_p50=None, itl_p99=None,
+            idle_with_work=False))
+    return Report(
+        horizon=prog.horizon, end=end, warmup=prog.warmup, seed=prog.seed,
+        events=sim.events, arrivals=sim.arrived, ended=sim.ended, turns=sim.turns,
+        mean_live=sim.live_avg.mean(end), observes=observes, gauges=gauges,
+        claims=None, stages=stages, pools=[])

@@ -1,0 +1,16 @@
+"""Run a compiled program: read its trace, simulate, build the report."""
+from .compiler import trace_path
+from .ir import nodes as ir
+from .report.build import build_report
+from .report.model import Report
+from .sim.engine import Simulator
+from .tracefile import read_trace
+
+
+def simulate(program: ir.Program) -> Simulator:
+    trace = read_trace(trace_path(program)) if program.trace is not None else None
+    return Simulator(program, trace).run()
+
+
+def run_program(program: ir.Program) -> Report:
+    return build_report(simulate(program))
