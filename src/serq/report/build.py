@@ -4,7 +4,7 @@ Rates and time averages are over ``[warmup, end]``; observations hold only
 samples taken after warm-up; counts follow the feature map §8.
 """
 from ..ir import nodes as ir
-from .model import GaugeRow, ObserveRow, Report, StageRow
+from .model import ClaimRow, GaugeRow, ObserveRow, Report, StageRow
 from .stats import summarize_gauge, summarize_samples
 
 _TESTS = ("Lt", "Le", "Gt", "Ge", "Eq", "Ne", "And", "Or")
@@ -27,6 +27,25 @@ def _test_observations(prog):
 
 def _mean(w):
     return w.mean if w.n else None
+
+
+_CLAIM_KIND = {"AtEnd": "at_end", "EveryIteration": "every_iteration",
+               "SomeIteration": "some_iteration"}
+
+
+def claim_row(c, live: int) -> ClaimRow:
+    kind = _CLAIM_KIND[c.kind]
+    if c.out_of_scope is not None:
+        return ClaimRow(c.name, kind, "out_of_scope", c.checked, c.failures, c.first,
+                        "session %d fails `given`" % c.out_of_scope)
+    if c.kind == "AtEnd" and c.checked == 0:
+        return ClaimRow(c.name, kind, "not_evaluated", 0, 0, None,
+                        "%d sessions live at the end" % live)
+    if c.kind == "SomeIteration":
+        result = "witnessed" if c.first is not None else "not_witnessed"
+    else:
+        result = "fails" if c.failures else "holds"
+    return ClaimRow(c.name, kind, result, c.checked, c.failures, c.first, None)
 
 
 def build_report(sim) -> Report:
@@ -57,4 +76,5 @@ def build_report(sim) -> Report:
         horizon=prog.horizon, end=end, warmup=prog.warmup, seed=prog.seed,
         events=sim.events, arrivals=sim.arrived, ended=sim.ended, turns=sim.turns,
         mean_live=sim.live_avg.mean(end), observes=observes, gauges=gauges,
-        claims=None, stages=stages, pools=[])
+        claims=[claim_row(c, sim.live) for c in sim.claims] if sim.claims else None,
+        stages=stages, pools=[])

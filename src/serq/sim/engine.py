@@ -70,6 +70,32 @@ def shared_members(prog):
     return out
 
 
+class ClaimState(object):
+    """A claim's reads so far (feature map §8.5)."""
+
+    def __init__(self, claim, compiler):
+        self.name = claim.name
+        self.kind = claim.kind
+        self.stage = claim.stage
+        self.expr = compiler.expr(claim.expr)
+        self.given = compiler.expr(claim.given) if claim.given is not None else None
+        self.out_of_scope = None  # serial of the first session failing `given`
+        self.checked = 0
+        self.failures = 0
+        self.first = None
+
+    def read(self, sim, ctx):
+        self.checked += 1
+        v = self.expr(ctx)
+        if self.kind == "SomeIteration":
+            if v != 0.0 and self.first is None:
+                self.first = sim.now
+        elif v == 0.0:
+            self.failures += 1
+            if self.first is None:
+                self.first = sim.now
+
+
 class Simulator(object):
     def __init__(self, prog: ir.Program, trace=None):
         if prog.pools:
@@ -106,6 +132,7 @@ class Simulator(object):
         ctx = NoSession(self.machine_rng)
         self.gauges = [GaugeTrace(g.name, (lambda f: lambda: f(ctx))(self.compiler.expr(g.expr)))
                        for g in prog.gauges]
+        self.claims = [ClaimState(c, self.compiler) for c in prog.claims]
         if prog.arrival.kind == "Renewal":
             self.gap = self.compiler.expr(prog.arrival.value)
             self.gap_ctx = NoSession(self.arrival_rng)
@@ -149,7 +176,29 @@ class Simulator(object):
         raise RunError("serq cannot read `%s(…)` yet" % fun)
 
     def aggregate_reader(self, kind, obs):
-        raise RunError("claims are not simulated yet")
+        """``total count largest smallest prefix_total`` of an observation,
+        over every value observed (warm-up included); 0 when none."""
+        def read(x):
+            vals = self.observations[obs].all_values
+            if not vals:
+                return 0.0
+            if kind == "Count":
+                return float(len(vals))
+            if kind == "Largest":
+                return max(vals)
+            if kind == "Smallest":
+                return min(vals)
+            if kind == "Total":
+                total = 0.0
+                for v in vals:
+                    total += v
+                return total
+            total = prefix = 0.0
+            for v in sorted(vals):
+                prefix += v
+                total += prefix
+            return total
+        return read
 
     def describe_index(self, ref):
         return "index"
@@ -211,6 +260,9 @@ class Simulator(object):
             i = serial % n if prog.trace_ordered else self.trace_rng.range_u32(0, n - 1)
             s.trace_turns = self.trace[i]
         self.run_workload_block(s, self.init_code, 0)
+        for c in self.claims:
+            if c.given is not None and c.out_of_scope is None and c.given(s) == 0.0:
+                c.out_of_scope = serial
         s.gen = self.interp.run_block(s, prog.session)
         self.make_ready(s)
         return s
@@ -377,4 +429,8 @@ class Simulator(object):
                                "measurement interval" % (fmt(end), fmt(prog.warmup)))
         self.read_gauges()
         self.end = end
+        self.now = end
+        for c in self.claims:
+            if c.kind == "AtEnd" and c.out_of_scope is None and self.live == 0:
+                c.read(self, NoSession(self.machine_rng))
         return self
