@@ -158,3 +158,39 @@ def test_itl_live(pyserq):
         h.add(g)
     got = (h.mean(), h.quantile(0.5), h.quantile(0.99))
     assert [bits(v) for v in got] == [bits(v) for v in (s.mean_itl, s.itl_p50, s.itl_p99)]
+
+
+# Two stages; every event (arrival, completion at a, completion at b) is seen
+# by an observation, so the whole event sequence is known.
+LIVE_SOURCE = """
+stage a : fifo(3);
+stage b : fifo(2);
+workload { arrive poisson(2); }
+session { observe s = now; run a (~exp(0.7)); observe m = now; run b (~exp(0.6)); observe e = now; }
+run { horizon %s; }
+"""
+
+
+def test_time_average_every_event_live(pyserq):
+    """mean_live and mean_number: TimeAverage set at every event (not only
+    at changes) gives pyserq's bits."""
+    for horizon, seed in ((57.3, 1), (200, 2), (500, 3)):
+        r = pyserq.run(pyserq.compile(source=LIVE_SOURCE % horizon, seed=seed))
+        s, m, e = (r.observe(n).samples for n in ("s", "m", "e"))
+        events = sorted(set(s) | set(m) | set(e))
+
+        def average(ins, outs):
+            delta = {}
+            for t in ins:
+                delta[t] = delta.get(t, 0) + 1
+            for t in outs:
+                delta[t] = delta.get(t, 0) - 1
+            ta, n = S.TimeAverage(), 0
+            for t in events:
+                n += delta.get(t, 0)
+                ta.set(t, float(n))
+            return ta.mean(r.end)
+
+        assert bits(average(s, e)) == bits(r.mean_live)
+        assert bits(average(s, m)) == bits(r.stages[0].mean_number)
+        assert bits(average(m, e)) == bits(r.stages[1].mean_number)

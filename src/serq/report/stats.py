@@ -15,6 +15,10 @@ change nothing here without re-running those tests.
     ``ci = 2.093 * sqrt(var / 20)``;
   - ``p99``: the ``ceil(0.99 * n)``-th smallest sample (rank clamped to 1..n).
 
+* Stage ``mean_wait``/``mean_service``: :class:`Welford` over
+  ``start - arrival`` and ``finish - start`` (float differences of event
+  times, not the drawn durations), added at each completion after warm-up.
+
 * Time averages (:class:`TimeAverage`, :func:`summarize_gauge`): the integral
   is the left-to-right sum of ``value * (t_next - t)`` over the pieces, the
   first piece starting at the warm-up end and the last one stopping at the
@@ -128,6 +132,15 @@ class TimeAverage(object):
     ``set`` the piece just ended adds ``value * (t - last)`` to ``area``
     (left to right, one product per call).  A ``set`` at the same time
     adds ``value * 0.0`` (= 0, harmless for finite values).
+
+    How pyserq feeds its time averages (verified bit for bit on
+    ``mean_live``, stage ``mean_number`` and ``utilization``): the piece
+    boundaries are **every event** popped after warm-up, whether the value
+    changed or not (an event that leaves the value alone still splits the
+    piece, and that changes the last bits), so call ``set(now, value)``
+    after each event; at the warm-up end call ``restart(warmup)`` with the
+    value then current kept.  Gauges differ: their integrals use only the
+    change points (:func:`summarize_gauge`).
     """
 
     __slots__ = ("value", "last", "start", "area")
