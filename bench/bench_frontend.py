@@ -27,8 +27,8 @@ def generate(lines: int) -> str:
            "session {"]
     i = 0
     while len(out) < lines - 3:
-        # No def is used: the reference refuses any def use in a program whose
-        # expanded text passes 100 000 tokens, and this one has more.
+        # No def is used: the reference refuses any def use (and any `use`)
+        # that takes the program past 99 999 tokens, and this one has more.
         out.append("  set a%d = prompt * %d + (~exp(%d)) ^ 2 - min(a%d, %d);"
                    % (i, i, i % 7 + 1, max(i - 1, 0), i))
         out.append("  choose j%d in R by (queue(gpu[j%d]), used(kv[j%d]));" % (i, i, i))

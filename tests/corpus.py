@@ -2,6 +2,7 @@
 reading their ``// serq-args:`` header (the syntax regen.py documents)."""
 import os
 import shlex
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, List
@@ -10,8 +11,18 @@ PROGRAMS = Path(__file__).resolve().parent / "programs"
 HEADER = "serq-args:"
 
 
-def programs(kind: str) -> List[Path]:
-    return sorted((PROGRAMS / kind).glob("*.sq"))
+def programs(kind: str, big: bool = False) -> List[Path]:
+    """The programs of ``kind``; with ``big``, also the generated ones of
+    about 100 000 tokens (``big_*.sq``, written first by
+    ``programs/generate_big.py``), which are slow to compile and to fuzz."""
+    if big:
+        sys.path.insert(0, str(PROGRAMS))
+        try:
+            from generate_big import write_all
+        finally:
+            sys.path.remove(str(PROGRAMS))
+        write_all()
+    return sorted(p for p in (PROGRAMS / kind).glob("*.sq") if big or not p.name.startswith("big_"))
 
 
 def header_kwargs(text: str) -> Dict[str, object]:

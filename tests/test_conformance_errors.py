@@ -10,8 +10,8 @@ from corpus import header_kwargs, in_dir, programs
 from serq.compiler import compile_program
 from serq.errors import SerqError
 
-INVALID = programs("invalid")
-DIVERGE = programs("diverge")
+INVALID = programs("invalid", big=True)
+DIVERGE = programs("diverge", big=True)
 POS = re.compile(r"^(?:(\S+?\.sq):)?(\d+):(\d+): ")
 
 

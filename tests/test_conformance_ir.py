@@ -9,7 +9,7 @@ from corpus import header_kwargs, in_dir, programs
 from serq.compiler import compile_program
 from serq.ir.json import dumps, loads
 
-VALID = programs("valid")
+VALID = programs("valid", big=True)
 
 
 def compile_json(path):

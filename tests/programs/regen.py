@@ -39,6 +39,9 @@ relative to the program file anyway; the cwd only matters for the
 directory.  So ``--trace data/x.csv`` in ``valid/foo.sq`` means
 ``valid/data/x.csv``.  The script itself may be run from any directory.
 
+Programs too large to commit (``big_*.sq``, about 100 000 tokens each) are
+written by ``generate_big.py`` first; only their outputs are committed.
+
 Usage: ``python3 tests/programs/regen.py [--check]``; with ``--check``
 nothing is written, and the script reports outputs that differ from the
 committed ones.
@@ -53,6 +56,7 @@ import pyserq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from corpus import header_kwargs  # noqa: E402  (tests/corpus.py)
+from generate_big import write_all as write_big  # noqa: E402  (next to this file)
 
 HERE = Path(__file__).resolve().parent
 KINDS = ("valid", "invalid", "diverge")
@@ -86,6 +90,7 @@ def main(argv: list[str]) -> int:
     problems: list[str] = []
     changed: list[str] = []
     counts = {}
+    write_big()  # the programs too large to commit (generate_big.py)
     for kind in KINDS:
         d = HERE / kind
         progs = sorted(d.glob("*.sq"))

@@ -9,7 +9,14 @@ from . import ast
 from .expand import DefInfo, LANGUAGE_WORDS, RETIRED, STATE_FUNCS, fold_const
 from .lexer import EOF, IDENT, PUNCT, STRING, Token, tokenize
 
-MAX_EXPANSION = 100_000
+# The reference keeps the program as one token stream, into which libraries
+# and def uses are spliced; the stream (without its end) may hold at most
+# MAX_TOKENS tokens.  A `use` of a library not yet read is refused when the
+# stream plus the library passes it (the `use` statement itself still
+# counted); a def use when the stream after the splice passes it, an
+# expression def's expansion counting two more tokens (it is parenthesised).
+MAX_TOKENS = 99_999
+USE_TOKENS = 3  # `use "PATH" ;`
 
 
 class DefsMixin:
@@ -31,6 +38,7 @@ class DefsMixin:
         base = os.path.dirname(kw.file) if kw.file and not kw.file.startswith("<") else "."
         path = os.path.normpath(os.path.join(base, st.text))
         if path in self.libraries_read:
+            self.ntokens -= USE_TOKENS
             return
         self.libraries_read.add(path)
         try:
@@ -40,6 +48,11 @@ class DefsMixin:
         except OSError as e:
             raise self.error("cannot read `%s`: %s" % (st.text, e.strerror or e), kw)
         lib_toks = tokenize(lib_text, path)
+        if self.ntokens + len(lib_toks) - 1 > MAX_TOKENS:
+            raise self.error("the libraries make the program longer than %d tokens" % MAX_TOKENS, kw,
+                             help="a program with its libraries holds at most %d tokens; split it or "
+                                  "drop unused definitions" % MAX_TOKENS)
+        self.ntokens += len(lib_toks) - 1 - USE_TOKENS
         saved = (self.toks, self.pos)
         self.toks, self.pos = lib_toks, 0
         try:
@@ -150,7 +163,7 @@ class DefsMixin:
         dropped, and nothing the parse records is kept."""
         end = info.body[-1]
         eof = Token(EOF, "", end.line, end.col + len(end.text), 0.0, None, end.file, end.src)
-        saved = (self.toks, self.pos, self.expanded, self.deferred)
+        saved = (self.toks, self.pos, self.ntokens, self.deferred)
         self.toks, self.pos = list(info.body) + [eof], 0
         self.checking_def = True
         found = None
@@ -162,7 +175,7 @@ class DefsMixin:
         except SyntaxError_ as e:
             found = e
         finally:
-            self.toks, self.pos, self.expanded, self.deferred = saved
+            self.toks, self.pos, self.ntokens, self.deferred = saved
             self.checking_def = False
         if found is not None:
             # deferred: a use of the def reports the error first, with its use site
@@ -244,6 +257,9 @@ class DefsMixin:
             cur.append(self.next())
 
     def build_expansion(self, info: DefInfo, name_tok: Token, statement: bool) -> List[Token]:
+        """The tokens a use expands to (the use's `;` taken for a statement
+        def), once the program, with them in place of the use, still fits."""
+        start = self.pos - 1  # the name
         open_ = self.expect("(")
         args = self.split_args(open_)
         if len(args) != len(info.params):
@@ -284,10 +300,17 @@ class DefsMixin:
                 out.extend(env[t.text])
             else:
                 out.append(t)
-        self.expanded += len(out)
-        if self.expanded > MAX_EXPANSION:
-            raise self.error("expanding `%s` passes %d tokens: definitions call each other too often"
-                             % (info.name, MAX_EXPANSION), name_tok)
+        if statement:
+            self.expect(";")
+            grown = len(out)
+        else:
+            grown = len(out) + 2
+        self.ntokens += grown - (self.pos - start)
+        if self.ntokens > MAX_TOKENS:
+            raise self.error("with `%s` expanded the program passes %d tokens" % (info.name, MAX_TOKENS),
+                             name_tok, help="a program with its definitions expanded holds at most %d "
+                                            "tokens; use the definitions less often or make them shorter"
+                                            % MAX_TOKENS)
         return out
 
     def run_expansion(self, toks: List[Token], name_tok: Token, info: DefInfo, fn):
@@ -326,7 +349,6 @@ class DefsMixin:
     def expand_stmt_def(self, info: DefInfo, out: list) -> None:
         name_tok = self.next()
         toks = self.build_expansion(info, name_tok, statement=True)
-        self.expect(";")
 
         def body():
             while self.peek().kind != EOF:

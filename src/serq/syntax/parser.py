@@ -38,7 +38,7 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         self.toks: List[Token] = []
         self.pos = 0
         self.depth = 0
-        self.expanded = 0
+        self.ntokens = 0  # the program's token stream, as the reference counts it
         self.defs: Dict[str, DefInfo] = {}
         self.def_order: List[str] = []
         self.libraries_read = set()
@@ -71,7 +71,7 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         if span is None:
             span = tok.span()
         src = tok.src if tok is not None and tok.src is not None else self.text
-        return SyntaxError_(msg, span, help=help, notes=list(self.use_notes), source=src)
+        return SyntaxError_(msg, span, help=help, notes=self.use_notes[::-1], source=src)
 
     # ------------------------------------------------------------ tokens
 
@@ -133,6 +133,7 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
 
     def parse(self) -> ast.Program:
         self.toks = tokenize(self.text, self.file)
+        self.ntokens = len(self.toks) - 1
         self.prescan(self.toks)
         prog = ast.Program(file=self.file, source=self.text)
         self.prog = prog
