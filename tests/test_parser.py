@@ -447,6 +447,17 @@ def test_unused_def_body_is_parsed_when_declared():
     assert e.span.line == 1
 
 
+def test_unused_statement_def_body_is_parsed_when_declared():
+    # diverge/def_stmt_unused_syntax_error.sq: the reference accepts it
+    e = err("def f(x) { set a = x + ; }")
+    assert (e.span.line, e.span.col) == (1, 24)
+
+
+def test_statement_def_body_check_leaves_names_to_the_use():
+    # a body that only makes sense where it is used is no error where declared
+    parse("def f(n) { prefill (n); request; turn; end; mark m; Q[0].go (n) from R to kv (n); g(n); }")
+
+
 def test_expansion_is_bounded():
     lines = ["def f0(x) = x + x;"]
     for i in range(1, 25):

@@ -153,29 +153,37 @@ class DefsMixin:
                                      help="move `def %s` above `def %s`" % (n, other))
         self.defs[n] = DefInfo(n, pnames, body, is_block, name)
         self.def_order.append(n)
-        if not is_block and body and not any(t.file.startswith("--def") for t in body):
-            self.check_expr_body(self.defs[n])
+        if body and not any(t.file.startswith("--def") for t in body):
+            self.check_body(self.defs[n])
 
-    def check_expr_body(self, info: DefInfo) -> None:
-        """Parse an expression definition's body where it is declared, so a
-        syntax error in an unused one is reported too (the reference parses a
-        body only where it is used: a divergence, diverge/def_unused_*).  Only the syntax is checked: the AST is
-        dropped, and nothing the parse records is kept."""
+    def check_body(self, info: DefInfo) -> None:
+        """Parse a definition's body where it is declared, so a syntax error
+        in an unused one is reported too (the reference parses a body only
+        where it is used: a divergence, diverge/def_unused_*).  Only the
+        syntax is checked: the parse expands no def, leaves what a name
+        means (stages, queues, the block the body will stand in) to the
+        uses, drops the AST and keeps nothing it records."""
         end = info.body[-1]
         eof = Token(EOF, "", end.line, end.col + len(end.text), 0.0, None, end.file, end.src)
-        saved = (self.toks, self.pos, self.ntokens, self.deferred)
+        saved = (self.toks, self.pos, self.ntokens, self.deferred, self.depth, self.context,
+                 list(self.requests))
         self.toks, self.pos = list(info.body) + [eof], 0
         self.checking_def = True
         found = None
         try:
-            self.parse_expr()
-            if self.peek().kind != EOF:
-                t = self.peek()
-                raise self.error("unexpected %s in the body of `%s`" % (t.describe(), info.name), t)
+            if info.is_block:
+                while self.peek().kind != EOF:
+                    self.parse_stmt([])
+            else:
+                self.parse_expr()
+                if self.peek().kind != EOF:
+                    t = self.peek()
+                    raise self.error("unexpected %s in the body of `%s`" % (t.describe(), info.name), t)
         except SyntaxError_ as e:
             found = e
         finally:
-            self.toks, self.pos, self.ntokens, self.deferred = saved
+            (self.toks, self.pos, self.ntokens, self.deferred, self.depth, self.context,
+             self.requests) = saved
             self.checking_def = False
         if found is not None:
             # deferred: a use of the def reports the error first, with its use site

@@ -27,7 +27,7 @@ class ExpressionsMixin:
             q = self.queues.get(name)
             if index is not None and q is not None and attr in q.pools:
                 return ast.Name(name + "." + attr, t.span(), index)
-            if index is not None:
+            if index is not None and not self.checking_def:
                 raise self.error("`%s[…].%s` reads the request's attribute, which is no member's: write `%s.%s`"
                                  % (name, attr, name, attr), t)
             name = name + "." + attr

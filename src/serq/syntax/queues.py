@@ -397,7 +397,7 @@ class QueueMixin:
 
     def check_pool_outside(self, ref: ast.Name, what: str) -> None:
         """A queue's own pool is held only by the queue's entries."""
-        if "." not in ref.name:
+        if "." not in ref.name or self.checking_def:
             return
         qn, p = ref.name.split(".", 1)
         q = self.queues.get(qn)

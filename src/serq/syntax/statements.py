@@ -12,6 +12,12 @@ from .lexer import EOF, IDENT, PUNCT, Token
 from .queues import QTransfer
 
 
+# the words a statement starts with (a def or a queue is named otherwise)
+STMT_WORDS = frozenset(("set", "observe", "turn", "end", "join", "request", "hold", "grow", "load", "drop",
+                        "release", "run", "branch", "loop", "fork", "choose", "prefill", "decode", "tool",
+                        "transfer", "mark"))
+
+
 class _Request:
     """Placeholder for ``request;`` until the server is spliced in."""
 
@@ -51,6 +57,10 @@ class StatementsMixin:
         w = t.text
         sp = t.span()
         nxt = self.peek(1)
+        if self.checking_def and w not in STMT_WORDS and w not in RETIRED and nxt.kind == PUNCT \
+                and nxt.text in ("(", "[", "."):
+            self.check_call()
+            return
         if nxt.kind == PUNCT and nxt.text == "(" and w not in (
                 "branch", "hold", "loop", "fork", "tool", "prefill", "decode", "transfer"):
             info = self.defs.get(w)
@@ -76,17 +86,17 @@ class StatementsMixin:
             out.append(cls(name.text, e, name.span()))
         elif w == "turn":
             self.next()
-            if self.context in ("server", "entry"):
+            if self.context in ("server", "entry") and not self.checking_def:
                 raise self.error("`turn` is the session's: the next turn is the workload's decision, "
                                  "not the server's", t)
             self.expect(";")
             out.append(ast.Turn(sp))
         elif w == "end":
             self.next()
-            if self.context == "server":
+            if self.context == "server" and not self.checking_def:
                 raise self.error("`end` is the session's: a server answers a request and the session "
                                  "decides when to end", t)
-            if self.context == "entry":
+            if self.context == "entry" and not self.checking_def:
                 raise self.error("`end` is the session's: a server is done with a request when its block is, "
                                  "and whether the session goes on is the workload's", t)
             self.expect(";")
@@ -95,6 +105,11 @@ class StatementsMixin:
             self.next()
             self.expect(";")
             out.append(ast.Join(sp))
+        elif w == "request" and self.checking_def:  # where it may stand is the use's question
+            self.next()
+            if self.peek().kind == IDENT:
+                self.next()
+            self.expect(";")
         elif w == "request":
             self.next()
             if self.context in ("server", "entry"):
@@ -169,7 +184,7 @@ class StatementsMixin:
             out.append(ast.Choose(v.text, count, keys, v.span()))
         elif w in ("prefill", "decode", "tool", "transfer"):
             self.parse_serving(out)
-        elif w == "mark" and self.context == "entry":
+        elif w == "mark" and (self.context == "entry" or self.checking_def):
             self.next()
             m = self.expect_ident("a moment name")
             self.expect(";")
@@ -265,7 +280,31 @@ class StatementsMixin:
 
     # ------------------------------------------------------------ serving forms
 
+    def check_call(self) -> None:
+        """Where a statement def body is checked (declared, not used): a def
+        use ``f(args);`` or a queue entry call ``Q[i].verb (args) [from R]
+        [to P (n)];``, parsed for their syntax only (what they name is the
+        use's question)."""
+        self.next()
+        if self.at("(") :
+            self.parse_args()
+        else:
+            if self.accept("["):
+                self.parse_expr()
+                self.expect("]")
+            self.expect(".")
+            self.expect_ident("an entry name")
+            self.parse_args()
+            if self.accept("from"):
+                self.parse_ref("a queue or pool name")
+            if self.accept("to"):
+                self.parse_ref("a pool name")
+                self.paren_expr()
+        self.expect(";")
+
     def resolve_role(self, tok: Token, role: str) -> str:
+        if self.checking_def:  # the stages above the use decide
+            return role
         names = ("link", "transfer") if role == "transfer" else (role,)
         found = [n for n in self.stage_order if n in names]
         if not found and role in ("prefill", "decode"):
@@ -317,7 +356,7 @@ class StatementsMixin:
             self.next()
             while True:
                 ref = self.parse_ref("a stage name")
-                if ref.name not in self.stages:
+                if ref.name not in self.stages and not self.checking_def:
                     raise self.error("`%s on %s`: no stage `%s` is declared above" % (role, ref.name, ref.name),
                                      span=ref.span)
                 stages.append(ref)
