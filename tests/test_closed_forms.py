@@ -142,16 +142,16 @@ def erlang_c_response(c, lam, mu):
     return p_wait / (c * mu - lam) + 1 / mu
 
 
-def mva_response(n, think, service):
+def mva(n, think, service):
     """Exact MVA for one FCFS exponential server and a delay (think) station
-    with population n: the server's mean response time."""
+    with population n: (the server's mean response time, the throughput)."""
     q = 0.0
-    r = service
+    r = x = 0.0
     for k in range(1, n + 1):
         r = service * (1 + q)
         x = k / (think + r)
         q = x * r
-    return r
+    return r, x
 
 
 def test_closed_forms_themselves():
@@ -161,9 +161,9 @@ def test_closed_forms_themselves():
     # M/M/2, lam = 1, mu = 1: P(wait) = 1/3, Wq = 1/3.
     assert abs(erlang_c_response(2, 1.0, 1.0) - 4 / 3) < 1e-12
     # MVA with n = 1: no queueing; n -> large: throughput -> 1/service.
-    assert mva_response(1, 5.0, 1.0) == 1.0
-    r = mva_response(200, 5.0, 1.0)
-    assert abs(200 / (5 + r) - 1.0) < 1e-9
+    assert mva(1, 5.0, 1.0) == (1.0, 1 / 6)
+    r, x = mva(200, 5.0, 1.0)
+    assert abs(x - 1.0) < 1e-9 and abs(200 / (5 + r) - x) < 1e-12
     assert binom_tail(0, 20, 0.05) == pytest.approx(1.0)
     assert binom_tail(6, 20, 0.05) == pytest.approx(3.2929e-4, rel=1e-4)
     assert binom_tail(5, 20, 0.05) == pytest.approx(2.5740e-3, rel=1e-4)
@@ -266,13 +266,15 @@ def test_open_station(case):
 
 
 # ---------------------------------------------------------------------------
-# M/M/inf: a delay stage; the time-average number present is lam * E[S]
-# (a gauge of queue(inf) gives it with a batch-means CI over 20 time windows).
-# The number present decorrelates over E[S] = 1, so windows of 200 are long.
+# M/M/inf: a delay stage; the number present is Poisson(lam * E[S]): its
+# time average is lam * E[S] and P(n >= 1) = 1 - exp(-lam * E[S]) (gauges,
+# batch means over 20 time windows); the response time is E[S].  The number
+# present decorrelates over E[S] = 1, so windows of 200 are long.
 
 MMINF = """
 stage inf : delay;
 gauge n = queue(inf);
+gauge anyjob = min(queue(inf), 1);
 workload {
   arrive poisson(3);
   session { request; end; }
@@ -290,22 +292,27 @@ def test_mminf_mean_number():
     name = "M/M/inf lam=3 E[S]=1"
 
     def measure(rep):
-        g = rep.gauges["n"]
+        g, a, r = rep.gauges["n"], rep.gauges["anyjob"], rep.observes["r"]
         st = rep.stages[0]
-        # The gauge and the stage's own time average are the same signal.
-        assert g.mean == pytest.approx(st.mean_number, rel=1e-9, abs=1e-12)
-        # Surprise 15: a delay stage's utilization is P(n >= 1) = 1 - e^-3.
-        assert abs(st.utilization - (1 - math.exp(-3.0))) < 0.01
-        return {"number present": (g.mean, g.ci)}
+        # The gauges and the stage's own time averages are the same signals
+        # (surprise 15: a delay stage's utilization is P(n >= 1)).
+        assert g.mean == pytest.approx(st.mean_number, rel=1e-9)
+        assert a.mean == pytest.approx(st.utilization, rel=1e-9)
+        assert st.mean_wait == 0.0 and st.completed == r.count
+        return {"number present": (g.mean, g.ci), "P(n >= 1)": (a.mean, a.ci),
+                "response r": (r.mean, r.ci)}
 
     results = replicate(MMINF, 6, 4000.0, 20.0, measure)
-    check_all(name, {"number present": 3.0 * 1.0}, results)
+    check_all(name, {"number present": 3.0 * 1.0, "P(n >= 1)": 1 - math.exp(-3.0),
+                     "response r": 1.0}, results)
 
 
 # ---------------------------------------------------------------------------
 # Closed M/M/1//N: N sessions think ~exp(Z) on a delay stage, then are served
-# ~exp(S) at a fifo server, then end (a replacement starts at once).  The
-# server's mean response time is given by exact MVA.  The chain has N + 1
+# ~exp(S) at a fifo server, then end (a replacement starts at once).  Exact
+# MVA gives the server's mean response time R and the throughput X, hence
+# the server's busy fraction X * S and the mean number thinking X * Z
+# (gauges).  The chain has N + 1
 # states (customers at the server), so it mixes within a few tens of service
 # times; batches of 1000 time units are long.
 
@@ -313,6 +320,8 @@ CLOSED = """
 let N = 5;
 stage think : delay;
 stage srv : fifo;
+gauge thinking = queue(think);
+gauge nbusy = busy(srv);
 workload {
   arrive closed(N);
   session {
@@ -334,11 +343,18 @@ def test_closed_mm1_mva():
     name = "M/M/1//5 Z=4 S=1"
 
     def measure(rep):
-        r = rep.observes["r"]
-        return {"response r": (r.mean, r.ci)}
+        r, th, b = rep.observes["r"], rep.gauges["thinking"], rep.gauges["nbusy"]
+        assert th.mean == pytest.approx(rep.stages[0].mean_number, rel=1e-9)
+        assert b.mean == pytest.approx(rep.stages[1].utilization, rel=1e-9)
+        # Every session lives for one think and one service: N live at all times.
+        assert rep.mean_live == pytest.approx(5.0, rel=1e-12)
+        return {"response r": (r.mean, r.ci), "number thinking": (th.mean, th.ci),
+                "server busy": (b.mean, b.ci)}
 
     results = replicate(CLOSED, 7, 20000.0, 200.0, measure)
-    check_all(name, {"response r": mva_response(5, 4.0, 1.0)}, results)
+    resp, thru = mva(5, 4.0, 1.0)
+    check_all(name, {"response r": resp, "number thinking": thru * 4.0,
+                     "server busy": thru * 1.0}, results)
 
 
 # ---------------------------------------------------------------------------
