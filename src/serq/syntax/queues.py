@@ -29,8 +29,8 @@ from typing import Dict, List, Optional
 
 from ..errors import Span
 from . import ast
-from .expand import fold_const
-from .expressions import draws
+from .expand import STATE_FUNCS, fold_const
+from .expressions import children, draws
 from .lexer import IDENT, Token
 
 ROLES = ("gateway", "prefill", "decode", "link")
@@ -39,9 +39,15 @@ ENTRY_PARAMS = {"route": 0, "prefill": 1, "decode": 1, "transfer": 1}
 
 # names an entry body may read besides its own: the context variables, the
 # clock, ``cached`` and ``inf``
-_CONTEXT = frozenset("""now waited size age last waiting present residents decoders kv_decode
-kv_prefill tokens prefilled attention decoding admission remaining position admitted
-preempted demand served arrived cached inf self""".split())
+# what an entry's hold header (units, `reserve`, `reuse`) may read besides
+# its parameters and the `let`s above it: these context names (most of
+# which a header then cannot read: the linker says why), as the reference;
+# `now`, `position`, `admitted`, `preempted`, `demand`, `served` and
+# `arrived` are not among them
+_HEADER_CONTEXT = frozenset("""waited size age last waiting present residents decoders kv_decode
+kv_prefill tokens prefilled attention decoding admission remaining cached computed inf self""".split())
+# an entry's body also reads the clock
+_CONTEXT = _HEADER_CONTEXT | {"now"}
 
 
 class QTransfer:
@@ -265,7 +271,36 @@ class QueueMixin:
             body = self.parse_block("entry")
         finally:
             self.cur_queue = saved
-        return Entry(verb, params, src, body)
+        entry = Entry(verb, params, src, body)
+        if v != "route":  # the gateway is the server: it reads the session
+            self.check_entry_headers(q, entry)
+        return entry
+
+    def check_entry_headers(self, q: QueueInfo, entry: Entry) -> None:
+        """An entry's hold headers (units, `reserve`, `reuse`, with the
+        `at admission` bindings substituted) read only the entry's
+        parameters, constants declared above and the pools and stage in a
+        query (`used(kv)`); checked as soon as the entry is parsed, as the
+        reference does.  A name of another queue (`D.x`) is left to the
+        body's rule (check_entry_reads)."""
+        allowed = set(entry.params) | _HEADER_CONTEXT
+        if entry.src is not None:
+            allowed.add(entry.src.text)  # how it may be read is the linker's
+        for s in ast.walk(entry.body):
+            if not isinstance(s, ast.Hold):
+                continue
+            exprs = []
+            for hp in s.pools:
+                exprs.append(hp.ref.index)
+                exprs.append(hp.units)
+                exprs.append(hp.reserve)
+            exprs.append(s.reuse)
+            for e in exprs:
+                bad = _header_read(e, allowed, self.let_values)
+                if bad is not None:
+                    raise self.error("`%s.%s`: the header reads `%s`; an entry's header sees its parameters, "
+                                     "constants and the queue's pools and stage" % (q.name, entry.verb.text, bad),
+                                     entry.verb, help="pass `%s` as a parameter, or read it in the body" % bad)
 
     def parse_relation(self, prog: ast.Program) -> None:
         left = self.next()
@@ -435,6 +470,37 @@ class QueueMixin:
                                      "its parameters, the queue's pools, the context and the request's `hidden` "
                                      "attributes; pass `%s` as a parameter or `mark` a moment for the caller to "
                                      "read" % (label, n, n), e.verb)
+
+
+def _header_read(e, allowed, lets) -> Optional[str]:
+    """The first name ``e`` reads as a value that is not ``allowed``, not a
+    `let` and not another queue's; a pool or stage named in a query is no
+    such read."""
+    if e is None:
+        return None
+    stack = [(e, frozenset())]
+    while stack:
+        x, bound = stack.pop()
+        if isinstance(x, ast.Name):
+            n = x.name
+            if n not in bound and n not in allowed and n not in lets and "." not in n:
+                return n
+            if x.index is not None:
+                stack.append((x.index, bound))
+        elif isinstance(x, ast.Call) and x.func in STATE_FUNCS:
+            for a in reversed(x.args):
+                if isinstance(a, ast.Name):
+                    if a.index is not None:
+                        stack.append((a.index, bound))
+                else:
+                    stack.append((a, bound))
+        elif isinstance(x, ast.Agg):
+            stack.append((x.body, bound | {x.var}))
+            stack.append((x.count, bound))
+        else:
+            for c in reversed(children(x)):
+                stack.append((c, bound))
+    return None
 
 
 def _collect_sets(stmts, out: set) -> None:
