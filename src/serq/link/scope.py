@@ -69,17 +69,29 @@ class Moment:
     no_cache_hold: str = ""
 
     def replace(self, **kw) -> "Moment":
-        d = dict(self.__dict__)
-        d.update(kw)
-        return Moment(**d)
+        return _copy(self, kw)
+
+
+def _copy(base: Moment, kw: dict) -> Moment:
+    """``base`` with the fields in ``kw`` changed.  The linker makes a few
+    moments per statement; this skips the frozen dataclass's field-by-field
+    ``__init__`` (nothing there checks or derives a field)."""
+    for k in kw:
+        if k not in _FIELDS:
+            raise TypeError("Moment has no field %r" % k)
+    new = object.__new__(Moment)
+    d = new.__dict__
+    d.update(base.__dict__)
+    d.update(kw)
+    return new
+
+
+_FIELDS = frozenset(Moment.__dataclass_fields__)
 
 
 def moment(kind: str, name: str, **kw) -> Moment:
-    base = _MOMENTS[kind]
-    d = dict(base.__dict__)
-    d["name"] = name
-    d.update(kw)
-    return Moment(**d)
+    kw["name"] = name
+    return _copy(_MOMENTS[kind], kw)
 
 
 _MOMENTS: Dict[str, Moment] = {

@@ -8,6 +8,8 @@ from .expand import RETIRED, STATE_FUNCS
 from .lexer import IDENT, NUMBER, PUNCT
 
 CMP = ("<", "<=", ">", ">=", "==", "!=")
+_PREC = {"||": 1, "&&": 2, "+": 4, "-": 4, "*": 5, "/": 5}
+_PREC.update((c, 3) for c in CMP)
 
 
 class ExpressionsMixin:
@@ -68,40 +70,26 @@ class ExpressionsMixin:
         return test
 
     def parse_or(self) -> ast.Expr:
-        left = self.parse_and()
-        while self.at("||"):
-            op = self.next()
-            left = ast.Binary("||", left, self.parse_and(), op.span())
-        return left
+        return self.parse_binary(1)
 
-    def parse_and(self) -> ast.Expr:
-        left = self.parse_cmp()
-        while self.at("&&"):
-            op = self.next()
-            left = ast.Binary("&&", left, self.parse_cmp(), op.span())
-        return left
-
-    def parse_cmp(self) -> ast.Expr:
-        left = self.parse_add()
-        t = self.peek()
-        if t.kind == PUNCT and t.text in CMP:
-            self.next()
-            left = ast.Binary(t.text, left, self.parse_add(), t.span())
-        return left
-
-    def parse_add(self) -> ast.Expr:
-        left = self.parse_mul()
-        while self.at("+") or self.at("-"):
-            op = self.next()
-            left = ast.Binary(op.text, left, self.parse_mul(), op.span())
-        return left
-
-    def parse_mul(self) -> ast.Expr:
+    def parse_binary(self, min_prec: int) -> ast.Expr:
+        """Binary operators by precedence climbing: ``||`` < ``&&`` <
+        comparisons < ``+ -`` < ``* /``, all left-associative, and a
+        comparison does not chain (``a < b < c`` stops before the second
+        ``<``, where the caller reports what it expected)."""
         left = self.parse_unary()
-        while self.at("*") or self.at("/"):
-            op = self.next()
-            left = ast.Binary(op.text, left, self.parse_unary(), op.span())
-        return left
+        ceiling = 5  # the loosest operator this level may still apply
+        while True:
+            t = self.peek()
+            if t.kind != PUNCT:
+                return left
+            prec = _PREC.get(t.text)
+            if prec is None or prec < min_prec or prec > ceiling:
+                return left
+            self.next()
+            right = self.parse_binary(prec + 1) if prec < 5 else self.parse_unary()
+            left = ast.Binary(t.text, left, right, t.span())
+            ceiling = 2 if prec == 3 else prec
 
     def parse_unary(self) -> ast.Expr:
         t = self.peek()

@@ -79,34 +79,47 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         if self.deferred is None:
             self.deferred = e
 
+    # The token helpers run for every token several times: they index the
+    # list directly (the list always ends with its EOF, and reading past it
+    # reads the EOF).
+
     def peek(self, k: int = 0) -> Token:
-        i = self.pos + k
-        if i < len(self.toks):
-            return self.toks[i]
-        return self.toks[-1]
+        try:
+            return self.toks[self.pos + k]
+        except IndexError:
+            return self.toks[-1]
 
     def next(self) -> Token:
-        t = self.peek()
-        if self.pos < len(self.toks) - 1:
-            self.pos += 1
-        return t
+        pos = self.pos
+        toks = self.toks
+        if pos < len(toks) - 1:
+            self.pos = pos + 1
+            return toks[pos]
+        return toks[pos] if pos < len(toks) else toks[-1]
 
     def at(self, text: str, k: int = 0) -> bool:
-        t = self.peek(k)
-        return t.kind in (PUNCT, IDENT) and t.text == text
+        try:
+            t = self.toks[self.pos + k]
+        except IndexError:
+            t = self.toks[-1]
+        return t.text == text and (t.kind == PUNCT or t.kind == IDENT)
 
     def at_word(self, word: str, k: int = 0) -> bool:
         t = self.peek(k)
         return t.kind == IDENT and t.text == word
 
     def accept(self, text: str) -> Optional[Token]:
-        if self.at(text):
+        try:
+            t = self.toks[self.pos]
+        except IndexError:
+            t = self.toks[-1]
+        if t.text == text and (t.kind == PUNCT or t.kind == IDENT):
             return self.next()
         return None
 
     def expect(self, text: str, help: Optional[str] = None) -> Token:
         t = self.peek()
-        if t.kind in (PUNCT, IDENT) and t.text == text:
+        if t.text == text and (t.kind == PUNCT or t.kind == IDENT):
             return self.next()
         if help is None and text == ";" and t.kind == PUNCT and t.text in CMP:
             help = "comparisons do not chain: parenthesise one side"
