@@ -119,6 +119,8 @@ class Simulator(object):
         self.ended = 0
         self.turns = 0
         self.live_avg = TimeAverage(0.0)
+        self.closed_at = -1.0  # livelock guard for closed workloads
+        self.closed_count = 0
         self.changed = []
         self.compiler = Compiler(self)
         self.shared = shared_members(prog)
@@ -343,6 +345,17 @@ class Simulator(object):
         if self.warm:
             self.ended += 1
         if self.prog.arrival.kind == "Closed":
+            if self.closed_at == self.now:
+                self.closed_count += 1
+                if self.closed_count > READY_LIMIT * self.prog.arrival.value:
+                    raise RunError("the instant t = %s does not settle: closed sessions end "
+                                   "and restart %d times without time passing"
+                                   % (fmt(self.now), self.closed_count),
+                                   help="every session of a closed workload must let time pass "
+                                   "(a `run` of positive work)")
+            else:
+                self.closed_at = self.now
+                self.closed_count = 1
             self.spawn()
 
     # ----------------------------------------------------------------- run
