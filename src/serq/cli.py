@@ -1,5 +1,6 @@
 """The ``serq`` command line.
 
+    serq run   FILE [--json] [--dump DIR] [--quiet] [overrides as for `ir`]
     serq check FILE [--set NAME=EXPR]... [--def NAME=EXPR]...
     serq ir    FILE [--set …]... [--def …]... [--seed N] [--horizon T]
                     [--warmup T] [--arrivals N] [--trace F]
@@ -72,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument("--arrivals", type=_pos_int)
             p.add_argument("--trace", metavar="FILE")
 
+    r = sub.add_parser("run", help="simulate a program and print its report")
+    r.add_argument("file", help="a program (.sq) or its IR (JSON, as `serq ir` prints)")
+    r.add_argument("--json", action="store_true", help="print the report as JSON")
+    r.add_argument("--dump", metavar="DIR", help="write samples and gauges as CSV files")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    overrides(r, True)
     c = sub.add_parser("check", help="parse, link and validate a program")
     c.add_argument("file")
     overrides(c, False)
@@ -98,6 +105,71 @@ def _cmd_check(args) -> int:
     print("OK: %d pool(s), %d stage(s), %d attribute(s), %d block(s)"
           % (len(prog.pools), len(prog.stages), len(prog.attrs), len(prog.blocks)))
     return 0
+
+
+def _load(args):
+    """A program file, or IR JSON (its first non-blank character is `{`)."""
+    from .compiler import read_source
+    from .ir.json import loads
+    text = read_source(args.file)
+    if text.lstrip().startswith("{"):
+        if args.set or args.defs:
+            raise UsageError("a `let` or `def` override applies to program text, not to IR")
+        prog = loads(text)
+        for key in ("seed", "horizon", "warmup", "arrivals", "trace"):
+            if getattr(args, key) is not None:
+                setattr(prog, key, getattr(args, key))
+        return prog
+    return _compile(args, True)
+
+
+class _Progress(object):
+    """A progress bar on stderr (simulated time against the horizon), shown
+    only once a run has taken a second and only on a terminal."""
+
+    def __init__(self):
+        import time
+        self.clock = time.monotonic
+        self.start = self.clock()
+        self.bar = None
+
+    def __call__(self, now, horizon):
+        if self.bar is None:
+            if self.clock() - self.start < 1.0:
+                return
+            from rich.progress import Progress
+            self.bar = Progress(transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("simulating", total=horizon)
+        self.bar.update(self.task, completed=now)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _cmd_run(args) -> int:
+    from .report.build import build_report
+    from .report.dump import write_dump
+    from .report.jsonfmt import report_json
+    from .report.text import report_text
+    from .runner import simulate
+    prog = _load(args)
+    progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
+    try:
+        sim = simulate(prog, progress)
+    finally:
+        if progress is not None:
+            progress.close()
+    report = build_report(sim)
+    if args.dump:
+        try:
+            write_dump(args.dump, {o.name: o for o in sim.observations},
+                       {g.name: g for g in sim.gauges})
+        except OSError as e:
+            raise UsageError("cannot write the dump to %s: %s" % (args.dump, e.strerror or e))
+    sys.stdout.write((report_json(report) if args.json else report_text(report)) + "\n")
+    return 1 if report.stuck() else 0
 
 
 def _cmd_ir(args) -> int:
@@ -138,6 +210,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "check":
             return _cmd_check(args)
+        if args.command == "run":
+            return _cmd_run(args)
         return _cmd_ir(args)
     except UsageError as e:
         sys.stderr.write("serq: %s\n" % e.render())

@@ -7,9 +7,9 @@ from .sim.engine import Simulator
 from .tracefile import read_trace
 
 
-def simulate(program: ir.Program) -> Simulator:
+def simulate(program: ir.Program, progress=None) -> Simulator:
     trace = read_trace(trace_path(program)) if program.trace is not None else None
-    return Simulator(program, trace).run()
+    return Simulator(program, trace).run(progress)
 
 
 def run_program(program: ir.Program) -> Report:

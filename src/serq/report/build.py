@@ -40,7 +40,7 @@ def claim_row(c, live: int) -> ClaimRow:
                         "session %d fails `given`" % c.out_of_scope)
     if c.kind == "AtEnd" and c.checked == 0:
         return ClaimRow(c.name, kind, "not_evaluated", 0, 0, None,
-                        "%d sessions live at the end" % live)
+                        "%d session%s live at the end" % (live, "" if live == 1 else "s"))
     if c.kind == "SomeIteration":
         result = "witnessed" if c.first is not None else "not_witnessed"
     else:

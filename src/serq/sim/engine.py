@@ -392,7 +392,9 @@ class Simulator(object):
         for st in self.stages:
             st.restart(now)
 
-    def run(self):
+    def run(self, progress=None):
+        """Simulate to the end.  ``progress(now, horizon)``, if given, is
+        called every few thousand events (a progress bar)."""
         prog = self.prog
         horizon = prog.horizon
         if prog.warmup > 0.0:
@@ -427,6 +429,8 @@ class Simulator(object):
             self.events += 1
             fn(arg)
             self.settle()
+            if progress is not None and not self.events & 4095:
+                progress(t, horizon)
         else:
             if limit is not None and self.arrived >= limit and self.live == 0:
                 end = self.now

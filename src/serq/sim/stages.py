@@ -239,7 +239,8 @@ class PsContext(object):
 class Estimator(object):
     """Online estimates behind ``est_lambda``, ``est_rho``, ``est_wait`` and
     ``price``: exponentially weighted (α = 0.01, the first observation
-    initialises) mean gap between service starts, mean service and mean wait."""
+    initialises) mean gap between service starts, mean service and mean wait,
+    each updated as ``(1 - α) x + α v`` (the reference's float order)."""
     __slots__ = ("last_start", "starts", "gap", "service", "wait")
 
     ALPHA = 0.01
@@ -257,10 +258,11 @@ class Estimator(object):
             self.service = service
             self.wait = wait
         else:
-            self.service += a * (service - self.service)
-            self.wait += a * (wait - self.wait)
+            b = 1.0 - a
+            self.service = b * self.service + a * service
+            self.wait = b * self.wait + a * wait
             gap = start - self.last_start
-            self.gap = gap if self.starts == 1 else self.gap + a * (gap - self.gap)
+            self.gap = gap if self.starts == 1 else b * self.gap + a * gap
         self.last_start = start
         self.starts += 1
 
