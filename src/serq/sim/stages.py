@@ -116,9 +116,11 @@ class Fifo(Stage):
         self.done(job, now)
 
     def work_left(self, now):
+        # What is left of a job in service is its work less the time served
+        # (not its finish time less now: the two differ in the last bits).
         total = 0.0
         for job, end in self.in_service.values():
-            total += end - now
+            total += job[1] - (now - job[3])
         for job in self.waiting:
             total += job[1]
         return total
@@ -147,7 +149,7 @@ class Delay(Stage):
     def work_left(self, now):
         total = 0.0
         for job, end in self.jobs.values():
-            total += end - now
+            total += job[1] - (now - job[3])
         return total
 
 
