@@ -381,3 +381,7 @@ class Program:
     # Not part of the IR: the directory a relative `trace` path is read from
     # (the program file's; None for text, IR input and `--trace`: the cwd).
     trace_dir: Optional[str] = None
+    # Not part of the IR either: where each statement stands in the program
+    # text ((block, index) -> Span) and that text, for run-time errors.
+    spans: dict = field(default_factory=dict)
+    source: Optional[str] = None

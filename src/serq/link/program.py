@@ -520,12 +520,15 @@ class Linker:
             raise err
         trace = self.ov.trace if self.ov.trace is not None else (wl.trace if wl else None)
         hidden = sorted(sc.attr_slots[n] for n in sc.hidden)
-        return ir.Program(
+        program = ir.Program(
             attrs=list(sc.attrs), observes=list(sc.observes), pools=pools,
             stages=stages, arrival=arrival, blocks=blocks, horizon=settings["horizon"],
             warmup=settings["warmup"], seed=settings["seed"], arrivals=settings["arrivals"],
             trace=trace, trace_ordered=bool(wl and wl.trace_ordered), hidden=hidden,
             share=share, gauges=gauges, claims=claims, registers=registers)
+        program.spans = bl.spans
+        program.source = self.prog.source
+        return program
 
     def hidden(self) -> None:
         wl = self.prog.workload

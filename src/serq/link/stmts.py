@@ -47,6 +47,7 @@ class BlockLinker:
         self.ex = ex
         self.pool_caps = pool_caps  # (cap, block) per pool member
         self.pending_release: List[tuple] = []  # (ref, statement, enclosing hold refs)
+        self.spans = {}  # (block, statement) -> where the statement stands
         self.scope = ex.scope
         self.blocks = blocks
         self.session_m = moment("Session", "a session statement")
@@ -61,7 +62,8 @@ class BlockLinker:
         index = len(self.blocks)
         self.blocks.append([])
         out = []
-        for s in stmts:
+        for i, s in enumerate(stmts):
+            self.spans[(index, i)] = anchor(s)
             out.append(self.stmt(s, where))
         self.blocks[index] = out
         return index
@@ -321,6 +323,19 @@ class BlockLinker:
         then = self.block(s.then, where)
         other = self.block(s.other, where)
         return ir.Branch(test, then, other)
+
+
+def anchor(s: ast.Stmt):
+    """Where a run-time error about a statement points: a run's stage, a
+    hold's first pool, a pool statement's pool, else the statement."""
+    t = type(s)
+    if t is ast.Run:
+        return s.stages[0].span
+    if t is ast.Hold:
+        return s.pools[0].ref.span
+    if t in (ast.Grow, ast.Load, ast.Drop, ast.Release):
+        return s.ref.span
+    return s.span
 
 
 def lets_time_pass(stmts: List[ast.Stmt], lets) -> bool:

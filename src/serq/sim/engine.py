@@ -216,8 +216,12 @@ class Simulator(object):
 
     # ------------------------------------------------------------- sessions
 
-    def error(self, s, st, msg):
-        return RunError("session %d, at t = %s: %s" % (s.serial, fmt(self.now), msg))
+    def error(self, s, loc, msg):
+        """A run-time error in a statement of session ``s``: where the
+        statement stands, the session, the time and what is wrong."""
+        span = self.prog.spans.get(loc)
+        return RunError("session %d, at t = %s: %s" % (s.serial, fmt(self.now), msg), span,
+                        source=self.prog.source)
 
     def resume(self, s):
         self.make_ready(s)

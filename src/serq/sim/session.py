@@ -67,37 +67,36 @@ class Interpreter(object):
         self.prog = prog
         c = compiler
         self.code = []
-        for block in prog.blocks:
-            ops = []
-            for st in block:
-                ops.append(self.compile(st, c))
-            self.code.append(ops)
+        for b, block in enumerate(prog.blocks):
+            self.code.append([self.compile(st, c, (b, i)) for i, st in enumerate(block)])
 
-    def compile(self, st, c):
+    def compile(self, st, c, loc):
+        """One statement as a tuple: its opcode, its compiled parts, and last
+        its location (block, index) for run-time errors."""
         t = type(st)
         if t is ir.Set:
-            return (SET, st.slot, c.expr(st.value), st)
+            return (SET, st.slot, c.expr(st.value), loc)
         if t is ir.Observe:
-            return (OBSERVE, st.obs, c.expr(st.value), st)
+            return (OBSERVE, st.obs, c.expr(st.value), loc)
         if t is ir.Run:
             if st.mode != "Plain" or st.growing is not None:
                 raise NotImplementedError("serq cannot run step stages yet")
             also = [c.member(r) for r in st.also]
-            return (RUN, c.member(st.stage), c.expr(st.work), also, st)
+            return (RUN, c.member(st.stage), c.expr(st.work), also, loc)
         if t is ir.Branch:
-            return (BRANCH, c.expr(st.test), st.then, st.other, st)
+            return (BRANCH, c.expr(st.test), st.then, st.other, loc)
         if t is ir.Loop:
-            return (LOOP, st.body, None, st)
+            return (LOOP, st.body, None, loc)
         if t is ir.Choose:
-            return (CHOOSE, st.var, c.expr(st.count), [c.expr(k) for k in st.key], st)
+            return (CHOOSE, st.var, c.expr(st.count), [c.expr(k) for k in st.key], loc)
         if t is ir.End:
-            return (END, st)
+            return (END, loc)
         if t is ir.Turn:
-            return (TURN, st)
+            return (TURN, loc)
         if t is ir.Fork:
-            return (FORK, st.body, st)
+            return (FORK, st.body, loc)
         if t is ir.Join:
-            return (JOIN, st)
+            return (JOIN, loc)
         raise NotImplementedError("serq cannot run `%s` statements yet" % t.__name__)
 
     def run_block(self, s, b):
