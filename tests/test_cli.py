@@ -108,3 +108,49 @@ def test_huge_file_is_refused_quickly(tmp_path):
     r = serq("check", f)
     assert r.returncode == 1
     assert r.stderr.startswith("%s:1:1: error: the file is" % f)
+
+
+SIM = ROOT / "tests" / "programs" / "sim"
+
+
+def test_run_json_is_the_reference_report():
+    pyserq = pytest.importorskip("pyserq")
+    program = SIM / "fork_agents.sq"
+    r = serq("run", program, "--json", "--seed", "77")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == pyserq.run(pyserq.compile(str(program), seed=77)).json() + "\n"
+
+
+def test_run_text_report_and_dump(tmp_path):
+    program = SIM / "choose_route.sq"
+    r = serq("run", program, "--dump", tmp_path / "d")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("run: horizon 500 ")
+    assert "resp" in r.stdout and "rep" in r.stdout
+    rows = (tmp_path / "d" / "resp.csv").read_text().splitlines()
+    assert rows[0] == "time,session,turn,value" and len(rows) > 100
+    t, session, turn, value = rows[1].split(",")
+    assert float(t) >= 50.0 and int(session) >= 0 and int(turn) == 0 and float(value) > 0
+    gauge = (tmp_path / "d" / "gauge" / "total.csv").read_text().splitlines()
+    assert gauge[0] == "time,value" and float(gauge[1].split(",")[0]) == 0.0
+
+
+def test_run_from_ir_gives_the_same_report(tmp_path):
+    program = SIM / "shared_links.sq"
+    ir_file = tmp_path / "p.json"
+    ir_file.write_text(serq("ir", program).stdout)
+    a = serq("run", program, "--json")
+    b = serq("run", ir_file, "--json")
+    assert a.returncode == b.returncode == 0
+    assert a.stdout == b.stdout
+
+
+def test_run_time_error_names_session_statement_and_time(tmp_path):
+    f = tmp_path / "neg.sq"
+    f.write_text("stage s : fifo;\nworkload { arrive batch(2); }\n"
+                 "session {\n  set w = serial - 1;\n  run s (w);\n}\nrun { horizon 5; }\n")
+    r = serq("run", f)
+    assert r.returncode == 1
+    first = r.stderr.splitlines()[0]
+    assert first.startswith("%s:5:7: error: session 0, at t = 0: the amount is -1" % f)
+    assert "Traceback" not in r.stderr
