@@ -59,7 +59,7 @@ class ExpressionsMixin:
     def parse_expr(self) -> ast.Expr:
         t = self.peek()
         self.enter(t)
-        test = self.parse_or()
+        test = self.parse_binary(1)
         if self.at("?"):
             q = self.next()
             then = self.parse_expr()
@@ -93,29 +93,33 @@ class ExpressionsMixin:
 
     def parse_unary(self) -> ast.Expr:
         t = self.peek()
-        if t.kind == PUNCT and t.text in ("-", "!"):
+        if t.kind == PUNCT and (t.text == "-" or t.text == "!"):
             self.next()
             self.enter(t)
             operand = self.parse_unary()
             self.leave()
             return ast.Unary(t.text, operand, t.span())
-        return self.parse_power()
+        return self.parse_power(t)
 
-    def parse_power(self) -> ast.Expr:
-        bare_draw = self.at("~")
+    def parse_power(self, first=None) -> ast.Expr:
+        """A primary and an optional ``^``; ``first`` is the current token
+        when the caller has it at hand."""
+        if first is None:
+            first = self.peek()
         base = self.parse_primary()
-        if bare_draw and self.at("^"):
+        op = self.peek()
+        if op.text != "^" or op.kind != PUNCT:
+            return base
+        if first.kind == PUNCT and first.text == "~":
             # As in the reference, a draw binds like a prefix operator: it is
             # no base of `^` unless parenthesised.
-            raise self.error("a draw is not the base of `^`", self.peek(),
+            raise self.error("a draw is not the base of `^`", op,
                              help="parenthesise the draw: `(~%s(…)) ^ …`" % base.dist)
-        if self.at("^"):
-            op = self.next()
-            self.enter(op)
-            right = self.parse_unary()
-            self.leave()
-            return ast.Binary("^", base, right, op.span())
-        return base
+        self.next()
+        self.enter(op)
+        right = self.parse_unary()
+        self.leave()
+        return ast.Binary("^", base, right, op.span())
 
     def parse_args(self) -> List[ast.Expr]:
         self.expect("(")
