@@ -4,7 +4,7 @@ Rates and time averages are over ``[warmup, end]``; observations hold only
 samples taken after warm-up; counts follow the feature map §8.
 """
 from ..ir import nodes as ir
-from .model import ClaimRow, GaugeRow, ObserveRow, Report, StageRow
+from .model import ClaimRow, GaugeRow, ObserveRow, PoolRow, Report, StageRow
 from .stats import summarize_gauge, summarize_samples
 
 _TESTS = ("Lt", "Le", "Gt", "Ge", "Eq", "Ne", "And", "Or")
@@ -72,9 +72,19 @@ def build_report(sim) -> Report:
             decode_only=0.0, mixed=0.0, mean_decodes=0.0, mean_decode_batch=None,
             mean_decode_step=None, mean_itl=None, itl_p50=None, itl_p99=None,
             idle_with_work=False))
+    pools = []
+    for p in sim.pools:
+        s = p.stats
+        pools.append(PoolRow(
+            name=p.name, index=p.member, mean_used=s.used.mean(end),
+            mean_cached=s.cached.mean(end), mean_queue=s.queue.mean(end),
+            mean_holders=s.holders.mean(end), mean_wait=_mean(s.wait),
+            admissions=s.admissions, evicted_entries=s.evicted_entries,
+            evicted_units=s.evicted_units, preemptions=s.preemptions, spills=s.spills,
+            rejected=s.rejected, stuck=s.stuck, over_cap=sim.over_cap(p)))
     return Report(
         horizon=prog.horizon, end=end, warmup=prog.warmup, seed=prog.seed,
         events=sim.events, arrivals=sim.arrived, ended=sim.ended, turns=sim.turns,
         mean_live=sim.live_avg.mean(end), observes=observes, gauges=gauges,
         claims=[claim_row(c, sim.live) for c in sim.claims] if sim.claims else None,
-        stages=stages, pools=[])
+        stages=stages, pools=pools)

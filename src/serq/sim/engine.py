@@ -18,6 +18,8 @@ from ..ir import nodes as ir
 from ..report.stats import TimeAverage
 from . import rng as streams
 from .exprs import Compiler, fmt
+from .holds import Rejected
+from .poolsim import PoolSim
 from .session import AGAIN, EndSession, Interpreter, Session, new_attrs
 from .stages import Delay, Fifo, Flows, Ps, SharedStage
 
@@ -96,11 +98,18 @@ class ClaimState(object):
                 self.first = sim.now
 
 
-class Simulator(object):
+class VictimContext(object):
+    """What a preempt key reads about a candidate."""
+    __slots__ = ("a", "rng", "admission", "decoding", "position")
+
+    def __init__(self, rng):
+        self.a = None
+        self.rng = rng
+        self.admission = self.decoding = self.position = 0.0
+
+
+class Simulator(PoolSim):
     def __init__(self, prog: ir.Program, trace=None):
-        if prog.pools:
-            raise RunError("serq cannot simulate pools yet (the program declares %d)"
-                           % len(prog.pools))
         self.prog = prog
         self.now = 0.0
         self.heap = []
@@ -112,6 +121,8 @@ class Simulator(object):
         self.arrival_rng = streams.arrival_stream(prog.seed)
         self.machine_rng = streams.machine_stream(prog.seed)
         self.trace_rng = streams.trace_stream(prog.seed)
+        self.evict_rng = streams.evict_stream(prog.seed)
+        self.victim_ctx = VictimContext(self.machine_rng)
         self.registers = [r.init for r in prog.registers]
         self.trace = trace  # corpus: list of sessions, each a list of turns
         self.arrived = 0
@@ -127,6 +138,7 @@ class Simulator(object):
         self.flows = Flows(self, prog.share) if self.shared else None
         self.flows_dirty = False
         self.stages = [self._make_stage(i, st) for i, st in enumerate(prog.stages)]
+        self.make_pools(prog)
         self.observations = [Observation(n) for n in prog.observes]
         self.interp = Interpreter(self, prog, self.compiler)
         self.init_code = self.interp.code[prog.init]
@@ -154,6 +166,9 @@ class Simulator(object):
         raise RunError("serq cannot simulate step stages yet (stage `%s`)" % st.name)
 
     def query(self, fun):
+        pq = self.pool_query(fun)
+        if pq is not None:
+            return pq
         stages = self.stages
         if fun == "Queue":
             return lambda m, x: float(stages[m].present())
@@ -224,7 +239,13 @@ class Simulator(object):
                         source=self.prog.source)
 
     def resume(self, s):
-        self.make_ready(s)
+        if s is not None:
+            self.make_ready(s)
+
+    def spill_job(self, via, work):
+        """The write of a spilled prefix: a job no session waits for."""
+        if work > 1e-9:
+            self.stages[via].submit(None, work)
 
     def make_ready(self, s):
         if s.ready_at == self.now:
@@ -313,6 +334,7 @@ class Simulator(object):
         root.forks += 1
         root.legs_live += 1
         leg.gen = self.interp.run_block(leg, body)
+        root.legs.append(leg)
         self.make_ready(leg)
 
     def observe(self, i, value, s):
@@ -331,10 +353,32 @@ class Simulator(object):
                 self.make_ready(s)
         except (StopIteration, EndSession):
             self.finish(s)
+        except Rejected:
+            self.finish(s)
+            if s.leg_of is not None and s.leg_of.alive:
+                self.force_end(s.leg_of)
+
+    def force_end(self, root):
+        """A leg's hold can never fit: its session ends too (other legs go on
+        as orphans)."""
+        if root.cancel is not None:
+            root.cancel()
+            root.cancel = None
+        root.gen.close()
+        root.legs_live = 0
+        root.joining = False
+        self.finish(root)
 
     def finish(self, s):
+        self.release_session(s)
         if s.leg_of is not None:
             root = s.leg_of
+            root.leases.extend(s.leases)
+            s.leases = []
+            if s in root.legs:
+                root.legs.remove(s)
+            if not root.alive:
+                return
             root.legs_live -= 1
             if root.legs_live == 0 and root.joining:
                 root.joining = False
@@ -344,6 +388,8 @@ class Simulator(object):
             raise RunError("session %d, at t = %s: the session ends while %d forked leg(s) run; "
                            "write `join;` before the end" % (s.serial, fmt(self.now),
                                                               s.legs_live))
+        for lease in list(s.leases):
+            self.end_lease(lease)
         s.alive = False
         self.live -= 1
         if self.warm:
@@ -366,8 +412,17 @@ class Simulator(object):
 
     def settle(self):
         ready = self.ready
-        while ready:
-            self.step(ready.popleft())
+        pools = self.pools
+        while True:
+            while ready:
+                self.step(ready.popleft())
+            for p in pools:
+                if p.growers:
+                    self.retry_growers(p)
+                if p.queue and p.decl.admit_via is None:
+                    self.admit_pool(p)
+            if not ready:
+                break
         if self.changed:
             changed = self.changed
             self.changed = []
@@ -380,6 +435,8 @@ class Simulator(object):
         self.live_avg.set(now, float(self.live))
         for st in self.stages:
             st.record(now)
+        for p in pools:
+            p.record(now)
 
     def read_gauges(self):
         now = self.now
@@ -395,6 +452,8 @@ class Simulator(object):
         self.live_avg.restart(now)
         for st in self.stages:
             st.restart(now)
+        for p in self.pools:
+            p.restart(now)
 
     def run(self, progress=None):
         """Simulate to the end.  ``progress(now, horizon)``, if given, is

@@ -18,11 +18,13 @@ from ..errors import RunError
 from ..ir import nodes as ir
 from . import rng as streams
 from .exprs import fmt
+from .holds import HoldOps
 
 WAIT = 0
 AGAIN = 1
 
-SET, OBSERVE, RUN, BRANCH, LOOP, CHOOSE, END, TURN, FORK, JOIN = range(10)
+SET, OBSERVE, RUN, BRANCH, LOOP, CHOOSE, END, TURN, FORK, JOIN, HOLD, GROW, LOAD, RELEASE, \
+    DROP = range(15)
 
 MAX_STEPS = 1000000
 
@@ -36,7 +38,8 @@ class Session(object):
 
     __slots__ = ("serial", "a", "rng", "gen", "leg_of", "legs_live", "forks", "joining",
                  "steps", "ready_at", "ready_count", "turns", "trace_turns", "trace_next",
-                 "alive", "describe")
+                 "alive", "holds", "leases", "legs", "waiting_in", "cancel", "waited",
+                 "admission", "preempt_memory")
 
     def __init__(self, serial, attrs, rng, leg_of=None):
         self.serial = serial
@@ -54,13 +57,23 @@ class Session(object):
         self.trace_turns = None
         self.trace_next = 0
         self.alive = True
+        self.holds = []  # active HoldRuns, outermost first
+        self.leases = []
+        self.legs = []  # live fork legs (of a root session)
+        self.waiting_in = None  # the pool whose queue the session waits in
+        self.cancel = None  # undoes the wait the session is blocked in
+        self.waited = 0.0
+        self.admission = 0.0  # latest admission sequence number
+        self.preempt_memory = {}  # pool index -> (position, counted stuck)
 
     def root(self):
         return self.leg_of if self.leg_of is not None else self
 
 
-class Interpreter(object):
+class Interpreter(HoldOps):
     """Compiled blocks of one program and the generator that runs them."""
+
+    HOLD = HOLD
 
     def __init__(self, sim, prog, compiler):
         self.sim = sim
@@ -97,6 +110,16 @@ class Interpreter(object):
             return (FORK, st.body, loc)
         if t is ir.Join:
             return (JOIN, loc)
+        if t is ir.Hold:
+            return self.compile_hold(st, c, loc)
+        if t is ir.Grow:
+            return (GROW, c.member(st.ref), c.expr(st.amount), loc)
+        if t is ir.Load:
+            return (LOAD, c.member(st.ref), c.expr(st.amount), loc)
+        if t is ir.Release:
+            return (RELEASE, c.member(st.ref), loc)
+        if t is ir.Drop:
+            return (DROP, c.member(st.ref), loc)
         raise NotImplementedError("serq cannot run `%s` statements yet" % t.__name__)
 
     def run_block(self, s, b):
@@ -160,6 +183,16 @@ class Interpreter(object):
                 if s.legs_live:
                     s.joining = True
                     yield WAIT
+            elif k == HOLD:
+                yield from self.run_hold(s, op)
+            elif k == GROW:
+                yield from self.run_grow(s, op)
+            elif k == LOAD:
+                self.run_load(s, op)
+            elif k == RELEASE:
+                self.run_release(s, op)
+            elif k == DROP:
+                self.run_drop(s, op)
 
     def choose(self, s, op):
         n = op[2](s)

@@ -59,7 +59,9 @@ class Stage(object):
     def done(self, job, now):
         """Book-keeping of a finished job, then the session goes on."""
         self.done_flow(job, now)
-        self.sim.resume(job[0])
+        if job[0] is not None:
+            job[0].cancel = None
+            self.sim.resume(job[0])
 
     def done_flow(self, job, now):
         """Book-keeping of a finished job (for a flow: on each of its stages)."""
@@ -100,6 +102,18 @@ class Fifo(Stage):
             self._start(job, now)
         else:
             self.waiting.append(job)
+        if session is not None:
+            session.cancel = lambda: self.withdraw(job)
+
+    def withdraw(self, job):
+        """A preempted session's job leaves the stage."""
+        if job in self.waiting:
+            self.waiting.remove(job)
+        elif id(job) in self.in_service:
+            del self.in_service[id(job)]
+            self.serving -= 1
+            if self.waiting:
+                self._start(self.waiting.popleft(), self.sim.now)
 
     def _start(self, job, now):
         self.serving += 1
@@ -109,6 +123,8 @@ class Fifo(Stage):
 
     def finish(self, job):
         now = self.sim.now
+        if id(job) not in self.in_service:
+            return  # withdrawn
         self.serving -= 1
         del self.in_service[id(job)]
         if self.waiting:
@@ -141,9 +157,12 @@ class Delay(Stage):
         job = [session, work, now, now]
         self.jobs[id(job)] = (job, now + work)
         self.sim.schedule(now + work, self.finish, job)
+        if session is not None:
+            session.cancel = lambda: self.jobs.pop(id(job), None)
 
     def finish(self, job):
-        del self.jobs[id(job)]
+        if self.jobs.pop(id(job), None) is None:
+            return  # withdrawn
         self.done(job, self.sim.now)
 
     def work_left(self, now):
@@ -185,9 +204,20 @@ class Ps(Stage):
         self._advance(now)
         job = [session, work, now, now]
         self.seq += 1
-        heapq.heappush(self.tags, (self.v + work, self.seq, job))
+        entry = (self.v + work, self.seq, job)
+        heapq.heappush(self.tags, entry)
         self.changed = True
         self.sim.mark_changed(self)
+        if session is not None:
+            session.cancel = lambda: self.withdraw(entry)
+
+    def withdraw(self, entry):
+        if entry in self.tags:
+            self._advance(self.sim.now)
+            self.tags.remove(entry)
+            heapq.heapify(self.tags)
+            self.changed = True
+            self.sim.mark_changed(self)
 
     def reschedule(self):
         """After a settle in which the job set changed: re-read φ and
@@ -343,6 +373,16 @@ class Flows(object):
             st.flows[f.id] = f
             self.touched.add(st)
         self.sim.flows_dirty = True
+        session.cancel = lambda: self.withdraw(f)
+
+    def withdraw(self, f):
+        if self.flows.pop(f.id, None) is None:
+            return
+        now = self.sim.now
+        for st in f.stages:
+            del st.flows[f.id]
+            self.touched.add(st)
+        self.sim.flows_dirty = True
 
     def component(self):
         stages = set(self.touched)
@@ -418,4 +458,5 @@ class Flows(object):
         f.job[3] = f.start
         for st in f.stages:
             st.done_flow(f.job, now)
+        f.session.cancel = None
         self.sim.resume(f.session)

@@ -1,0 +1,236 @@
+"""Holds and the pool statements: ``hold``, ``grow``, ``load``, ``release``,
+``drop``, leases, rejection and preemption (feature map §3.5–3.9, §4).
+
+A hold runs as a generator frame inside its session's generator: it
+enqueues in its first pool's queue and waits; the pools' admission (in the
+simulator's settle) allocates and resumes it; the body runs; at its end
+every pool's allocation is released (caching per the `cache` clause) or, for
+the leased pool, kept as a lease.  A preempted hold receives ``Preempted``
+at the point where its session waits: inner holds release and pass it on,
+the target hold releases with its computed position and enters its first
+pool's queue again.
+"""
+import math
+
+from ..errors import RunError
+from ..ir import nodes as ir
+from .exprs import fmt
+from .pools import EPS, round_down, round_up
+
+WAIT = 0
+
+
+class Preempted(Exception):
+    """Thrown into a session whose hold ``run`` is preempted; ``tail``: the
+    hold re-enters its queue at the back (``requeue tail``), else the front."""
+
+    def __init__(self, run, tail=False):
+        Exception.__init__(self)
+        self.run = run
+        self.tail = tail
+
+
+class Rejected(Exception):
+    """A hold that can never fit: its session ends."""
+
+
+class HoldRun(object):
+    """One execution of a hold statement by one session (or leg)."""
+    __slots__ = ("session", "op", "pools", "alloc", "pos", "grown", "done", "reserve",
+                 "resumed", "last_preempt", "waiting", "consumed")
+
+    def __init__(self, session, op, pools):
+        self.session = session
+        self.op = op
+        self.pools = pools
+        n = len(pools)
+        self.alloc = [0.0] * n
+        self.pos = [0.0] * n
+        self.grown = [False] * n
+        self.done = [False] * n  # released (by `release`, or at the end)
+        self.reserve = [0.0] * n  # reservation not yet allocated (reserve held)
+        self.resumed = False
+        self.last_preempt = {}  # pool index -> position at the last preemption
+        self.waiting = None
+
+
+class Lease(object):
+    __slots__ = ("pool", "alloc", "run", "session", "expires", "ended")
+
+    def __init__(self, pool, alloc, run, session):
+        self.pool = pool
+        self.alloc = alloc
+        self.run = run
+        self.session = session
+        self.expires = None
+        self.ended = False
+
+
+def reads_state(e) -> bool:
+    """Whether an IR expression reads deployment state (queries, the clock)."""
+    t = type(e)
+    if t is ir.Call:
+        if e.fun not in ("Min", "Max", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln", "Pow"):
+            return True
+        return any(type(a) is ir.ArgExpr and reads_state(a.expr) for a in e.args)
+    if t is ir.Ctx:
+        return True
+    if t is ir.Unary:
+        return reads_state(e.operand)
+    if t is ir.Binary:
+        return reads_state(e.left) or reads_state(e.right)
+    if t is ir.Cond:
+        return reads_state(e.test) or reads_state(e.then) or reads_state(e.other)
+    if t is ir.Sample:
+        return any(reads_state(a) for a in e.args)
+    return False
+
+
+class HoldOps(object):
+    """The interpreter's pool statements (mixed into ``Interpreter``)."""
+
+    def compile_hold(self, st, c, loc):
+        pools = []
+        for hp in st.pools:
+            static = not reads_state(hp.units) and (hp.reserve is None or
+                                                    not reads_state(hp.reserve))
+            pools.append((c.member(hp.ref), c.expr(hp.units),
+                          None if hp.reserve is None else c.expr(hp.reserve), static))
+        lease = None
+        if st.lease is not None:
+            refs = [hp.ref for hp in st.pools]
+            lease = (refs.index(st.lease[0]), c.expr(st.lease[1]))
+        return (self.HOLD, pools, None if st.reuse is None else c.expr(st.reuse), st.body,
+                None if st.cache is None else c.expr(st.cache), lease, loc)
+
+    def amount(self, s, v, op, what="the amount"):
+        if v != v or v < -1e-9:
+            raise self.sim.error(s, op[-1], "%s is %s, not a number of units, tokens or seconds"
+                                 % (what, fmt(v)))
+        return max(v, 0.0)
+
+    def run_hold(self, s, op):
+        sim = self.sim
+        specs = op[1]
+        pools = [sim.pools[m(s)] for m, _, _, _ in specs]
+        seen = set()
+        for p in pools:
+            if p.index in seen:
+                raise sim.error(s, op[-1], "two references name the same member, `%s`: a hold "
+                                "takes each pool once" % sim.pool_label(p))
+            seen.add(p.index)
+        run = HoldRun(s, op, pools)
+        self.reject_if_never_fits(s, op, run)
+        root = s.root()
+        while True:
+            run.waiting = sim.enqueue(pools[0], run, front=run.resumed)
+            yield WAIT
+            s.holds.append(run)
+            try:
+                yield from self.run_block(s, op[3])
+            except Preempted as p:
+                s.holds.remove(run)
+                self.release_all(s, run, preempted=True)
+                if p.run is not run:
+                    raise
+                run.resumed = not p.tail
+                self.reject_if_never_fits(s, op, run)
+                continue
+            s.holds.remove(run)
+            self.end_hold(s, run)
+            s.a[sim.prog.slots[8]] = 0.0
+            return
+
+    def reject_if_never_fits(self, s, op, run):
+        for (m, units_f, reserve_f, static), p in zip(op[1], run.pools):
+            if not static:
+                continue
+            need = self.amount(s, units_f(s), op)
+            if reserve_f is not None:
+                need = max(need, self.amount(s, reserve_f(s), op))
+            if round_up(need, p.block) > p.cap + EPS:
+                p.stats.rejected += 1
+                raise Rejected()
+
+    def end_hold(self, s, run):
+        op = run.op
+        sim = self.sim
+        l = None if op[4] is None else op[4](s)
+        lease = op[5]
+        for i, p in enumerate(run.pools):
+            if run.done[i]:
+                continue
+            if lease is not None and lease[0] == i:
+                run.done[i] = True
+                sim.start_lease(s, run, i, lease[1](s))
+                continue
+            self.release_one(s, run, i, l)
+
+    def release_one(self, s, run, i, l, preempted=False):
+        """Give pool ``i`` of ``run`` back, caching per the clause (``l``)."""
+        p = run.pools[i]
+        run.done[i] = True
+        p.used -= run.alloc[i]
+        p.reserved -= run.reserve[i]
+        run.reserve[i] = 0.0
+        p.remove_holder(s.root())
+        if l is not None:
+            computed = run.pos[i] if (run.grown[i] or preempted) else run.alloc[i]
+            p.keep(s.root(), round_down(max(0.0, min(l, computed)), p.block))
+        run.alloc[i] = 0.0
+
+    def release_all(self, s, run, preempted=False):
+        op = run.op
+        l = None if op[4] is None else op[4](s)
+        for i in range(len(run.pools)):
+            if not run.done[i]:
+                self.release_one(s, run, i, l, preempted)
+
+    # ----------------------------------------------------- pool statements
+
+    def innermost(self, s, member, op, what):
+        for run in reversed(s.holds):
+            for i, p in enumerate(run.pools):
+                if p.index == member and not run.done[i]:
+                    return run, i
+        return None, None
+
+    def run_grow(self, s, op):
+        sim = self.sim
+        member = op[1](s)
+        d = self.amount(s, op[2](s), op)
+        run, i = self.innermost(s, member, op, "grow")
+        if run is None:
+            return
+        yield from sim.grow(s, run, i, d, op)
+
+    def run_load(self, s, op):
+        member = op[1](s)
+        n = self.amount(s, op[2](s), op)
+        run, i = self.innermost(s, member, op, "load")
+        if run is None:
+            return
+        if run.pos[i] + n > run.alloc[i] + EPS:
+            raise self.sim.error(s, op[-1], "`load`: the hold has %s allocated and %s computed; "
+                                 "a load must fit the allocation (grow first)"
+                                 % (fmt(run.alloc[i]), fmt(run.pos[i])))
+        run.pos[i] += n
+        run.grown[i] = True
+
+    def run_release(self, s, op):
+        sim = self.sim
+        member = op[1](s)
+        run, i = self.innermost(s, member, op, "release")
+        if run is not None:
+            l = None if run.op[4] is None else run.op[4](s)
+            self.release_one(s, run, i, l)
+            run.last_preempt.pop(i, None)
+            return
+        sim.end_first_lease(s.root(), member)
+
+    def run_drop(self, s, op):
+        self.sim.pools[op[1](s)].drop(s.root().serial)
+
+
+def lease_time(v):
+    return v if v == v else math.inf

@@ -1,0 +1,265 @@
+"""Pools: units held by sessions, a per-session prefix cache, an admission
+queue, stalled growers and the holder list.
+
+The invariant ``used + cached <= cap`` holds at every settled state (the
+seed's pool page): cached units never block an admission, they are evicted
+to make room, one block (or, without ``block``, one whole entry) at a time
+from the entry with the smallest key.
+
+Amounts are floats compared with a tolerance of 1e-9, as in the reference.
+"""
+import math
+
+from ..report.stats import TimeAverage, Welford
+
+EPS = 1e-9
+
+
+def round_up(x, block):
+    if not block:
+        return x
+    return math.ceil(x / block - EPS) * block
+
+
+def round_down(x, block):
+    if not block:
+        return x
+    return math.floor(x / block + EPS) * block
+
+
+class CacheEntry(object):
+    """A session's cached prefix in one pool (``dead`` once it is no
+    session's any more: what ``reuse`` left behind)."""
+    __slots__ = ("serial", "units", "released", "seq", "snapshot", "session", "dead")
+
+    def __init__(self, serial, units, released, seq, snapshot, session, dead=False):
+        self.serial = serial
+        self.units = units
+        self.released = released
+        self.seq = seq
+        self.snapshot = snapshot
+        self.session = session
+        self.dead = dead
+
+
+class Waiting(object):
+    """A hold waiting in a pool's queue."""
+    __slots__ = ("run", "since", "seq", "resumed", "waited")
+
+    def __init__(self, run, since, seq, resumed):
+        self.run = run
+        self.since = since
+        self.seq = seq
+        self.resumed = resumed
+        self.waited = 0.0
+
+
+class EvictContext(object):
+    """What an eviction key or spill clause reads."""
+    __slots__ = ("a", "rng", "size", "age", "last", "queued")
+
+    def __init__(self, rng):
+        self.a = None
+        self.rng = rng
+        self.size = self.age = self.last = self.queued = 0.0
+
+
+class PoolStats(object):
+    __slots__ = ("used", "cached", "queue", "holders", "wait", "admissions", "evicted_entries",
+                 "evicted_units", "preemptions", "spills", "rejected", "stuck")
+
+    def __init__(self):
+        self.used = TimeAverage()
+        self.cached = TimeAverage()
+        self.queue = TimeAverage()
+        self.holders = TimeAverage()
+        self.wait = Welford()
+        self.admissions = 0
+        self.evicted_entries = 0
+        self.evicted_units = 0.0
+        self.preemptions = 0
+        self.spills = 0
+        self.rejected = 0
+        self.stuck = 0
+
+
+class Pool(object):
+    def __init__(self, sim, index, decl, compiler):
+        self.sim = sim
+        self.index = index
+        self.name = decl.name
+        self.member = decl.index
+        self.cap = decl.cap
+        self.block = decl.block or 0.0
+        self.decl = decl
+        self.used = 0.0
+        self.cached = 0.0
+        self.entries = {}  # serial -> live CacheEntry
+        self.dead = []  # dead CacheEntry
+        self.queue = []  # Waiting, in order (resumed holds at the front)
+        self.growers = []  # stalled grows, in stall order
+        self.holders = []  # holder list (sessions), the 0.1.3 quirk
+        self.reserved = 0.0  # outstanding reservations (reserve held)
+        self.stats = PoolStats()
+        c = compiler
+        self.evict_keys = None if decl.evict is None else [c.expr(k) for k in decl.evict]
+        self.queue_keys = None if decl.queue is None else [c.expr(k) for k in decl.queue]
+        self.preempt_keys = None if decl.preempt is None else [c.expr(k) for k in decl.preempt]
+        self.ectx = EvictContext(sim.evict_rng)
+        self.spill = None
+        if decl.spill is not None:
+            self.spill = (decl.spill.to, decl.spill.via, c.expr(decl.spill.work),
+                          c.expr(decl.spill.when))
+
+    # ----------------------------------------------------------- statistics
+
+    def record(self, now):
+        st = self.stats
+        st.used.set(now, self.used)
+        st.cached.set(now, self.cached)
+        st.queue.set(now, float(len(self.queue)))
+        st.holders.set(now, float(len(self.holders)))
+
+    def restart(self, now):
+        st = self.stats
+        st.used.restart(now)
+        st.cached.restart(now)
+        st.queue.restart(now)
+        st.holders.restart(now)
+
+    # ----------------------------------------------------------------- cache
+
+    def take_entry(self, serial, reuse):
+        """Admission of a hold with `cache`: consume the session's own entry
+        (at most ``round_down(reuse)``; the rest stays as a dead entry)."""
+        e = self.entries.pop(serial, None)
+        if e is None:
+            return 0.0
+        units = e.units
+        if reuse is not None:
+            limit = round_down(reuse, self.block)
+            if units > limit + EPS:
+                e.units = units - limit
+                e.dead = True
+                e.session = None
+                self.dead.append(e)
+                self.cached -= limit
+                return limit
+        self.cached -= units
+        return units
+
+    def keep(self, session, units):
+        """Cache ``units`` as the session's entry (replacing its old one)."""
+        old = self.entries.pop(session.serial, None)
+        if old is not None:
+            self.cached -= old.units
+        if units <= EPS:
+            return
+        sim = self.sim
+        sim.release_seq += 1
+        self.entries[session.serial] = CacheEntry(session.serial, units, sim.now,
+                                                  sim.release_seq, list(session.a), session)
+        self.cached += units
+
+    def drop(self, serial):
+        e = self.entries.pop(serial, None)
+        if e is not None:
+            self.cached -= e.units
+
+    def own(self, serial):
+        e = self.entries.get(serial)
+        return e.units if e is not None else 0.0
+
+    def make_room(self, need):
+        """Evict until ``used + cached + need <= cap``."""
+        while self.used + self.cached + need > self.cap + EPS and (self.entries or self.dead):
+            e = self.victim_entry()
+            piece = min(self.block, e.units) if self.block else e.units
+            self.evict(e, piece)
+
+    def victim_entry(self):
+        entries = list(self.entries.values()) + self.dead
+        if self.evict_keys is None:
+            return min(entries, key=lambda e: (e.released, e.seq))
+        best = None
+        best_key = None
+        now = self.sim.now
+        ctx = self.ectx
+        for e in entries:
+            ctx.size = e.units
+            ctx.last = e.released
+            ctx.age = now - e.released
+            live = e.session is not None and e.session.alive and not e.dead
+            ctx.a = e.session.a if live else e.snapshot
+            ctx.queued = 1.0 if live and self.sim.is_waiting(e.session) else 0.0
+            key = tuple(total_key(f(ctx)) for f in self.evict_keys) + (e.seq,)
+            if best is None or key < best_key:
+                best, best_key = e, key
+        return best
+
+    def evict(self, e, piece):
+        st = self.stats
+        e.units -= piece
+        self.cached -= piece
+        st.evicted_units += piece
+        if self.sim.trace_evict is not None:
+            self.sim.trace_evict(self, e, piece)
+        if e.units <= EPS:
+            st.evicted_entries += 1
+            if e.dead:
+                self.dead.remove(e)
+            else:
+                del self.entries[e.serial]
+        if self.spill is not None:
+            self.spill_piece(e, piece)
+
+    def spill_piece(self, e, piece):
+        to, via, work_f, when_f = self.spill
+        ctx = self.ectx
+        ctx.size = piece
+        ctx.last = e.released
+        ctx.age = self.sim.now - e.released
+        live = e.session is not None and e.session.alive and not e.dead
+        ctx.a = e.session.a if live else e.snapshot
+        ctx.queued = 1.0 if live and self.sim.is_waiting(e.session) else 0.0
+        if when_f(ctx) == 0.0:
+            return
+        work = max(0.0, work_f(ctx))
+        self.stats.spills += 1
+        self.sim.spill_job(via, work)
+        self.sim.pools[to].receive_spill(e, piece)
+
+    def receive_spill(self, e, piece):
+        """A spilled piece joins the same session's entry in this tier.  The
+        tier makes room for it first, so it keeps ``used + cached <= cap``
+        (0.1.3 makes room before adding and can go over: docs/divergences.md)."""
+        self.make_room(piece)
+        room = self.cap - self.used - self.cached
+        if room < piece - EPS:
+            piece = max(0.0, room)
+            if piece <= EPS:
+                return
+        sim = self.sim
+        sim.release_seq += 1
+        mine = self.entries.get(e.serial) if not e.dead else None
+        if mine is None:
+            self.entries[e.serial] = CacheEntry(e.serial, piece, sim.now, sim.release_seq,
+                                                e.snapshot, e.session)
+        else:
+            mine.units += piece
+            mine.released = sim.now
+            mine.seq = sim.release_seq
+        self.cached += piece
+
+    # ------------------------------------------------------------- holders
+
+    def remove_holder(self, session):
+        if session in self.holders:
+            self.holders = [h for h in self.holders if h is not session]
+
+
+def total_key(v):
+    """Rust's ``total_cmp`` order: NaN after +inf, -0 before +0."""
+    if v != v:
+        return (2, 0.0, 0)
+    return (1, v, 0 if math.copysign(1.0, v) < 0 else 1)

@@ -1,0 +1,303 @@
+"""The simulator's side of pools (mixed into ``Simulator``): queues and
+admission at every settle, growth and preemption, leases, the end of a
+session's holds, and the pool queries.
+"""
+from ..errors import RunError
+from .exprs import fmt
+from .holds import Lease, Preempted
+from .pools import EPS, Pool, Waiting, round_up, total_key
+
+WAIT = 0
+
+
+class PoolSim(object):
+
+    def make_pools(self, prog):
+        self.pools = [Pool(self, i, p, self.compiler) for i, p in enumerate(prog.pools)]
+        self.release_seq = 0
+        self.admission_seq = 0
+        self.enqueue_seq = 0
+        self.trace_evict = None
+
+    def pool_label(self, p):
+        return p.name if p.member is None else "%s[%d]" % (p.name, p.member)
+
+    # ------------------------------------------------------------ admission
+
+    def enqueue(self, pool, run, front=False):
+        self.enqueue_seq += 1
+        w = Waiting(run, self.now, self.enqueue_seq, front)
+        if front:
+            pool.queue.insert(0, w)
+        else:
+            pool.queue.append(w)
+        s = run.session
+        s.waiting_in = pool
+        s.cancel = lambda: self.leave_queue(pool, w)
+        return w
+
+    def leave_queue(self, pool, w):
+        if w in pool.queue:
+            pool.queue.remove(w)
+        w.run.session.waiting_in = None
+
+    def is_waiting(self, s):
+        return s.waiting_in is not None
+
+    def select(self, pool):
+        q = pool.queue
+        if pool.queue_keys is None or q[0].resumed:
+            return q[0]
+        best = best_key = None
+        now = self.now
+        for w in q:
+            s = w.run.session
+            s.waited = now - w.since
+            key = [total_key(f(s)) for f in pool.queue_keys]
+            key.append(w.seq)
+            if best is None or key < best_key:
+                best, best_key = w, key
+        return best
+
+    def admit_pool(self, pool):
+        """Admit from ``pool``'s queue while the selected hold fits."""
+        while pool.queue:
+            w = self.select(pool)
+            if not self.try_admit(w):
+                return
+
+    def header(self, run):
+        """Units and needs of a waiting hold, evaluated now."""
+        s = run.session
+        op = run.op
+        interp = self.interp
+        units, needs = [], []
+        for (m, units_f, reserve_f, static), p in zip(op[1], run.pools):
+            u = interp.amount(s, units_f(s), op)
+            need = u
+            if reserve_f is not None:
+                need = max(u, interp.amount(s, reserve_f(s), op))
+            units.append(u)
+            needs.append(need)
+        return units, needs
+
+    def try_admit(self, w):
+        run = w.run
+        s = run.session
+        units, needs = self.header(run)
+        for p, need in zip(run.pools, needs):
+            if p.used + p.reserved + round_up(need, p.block) > p.cap + EPS:
+                return False
+        pool0 = run.pools[0]
+        pool0.queue.remove(w)
+        s.waiting_in = None
+        s.cancel = None
+        op = run.op
+        reuse = None if op[2] is None else op[2](s)
+        consumed = 0.0
+        root = s.root()
+        for i, p in enumerate(run.pools):
+            pos = 0.0
+            if op[4] is not None:
+                pos = p.take_entry(root.serial, reuse)
+                consumed = max(consumed, pos)
+            alloc = round_up(units[i], p.block)
+            p.make_room(alloc)
+            p.used += alloc
+            run.alloc[i] = alloc
+            run.pos[i] = pos
+            run.grown[i] = False
+            run.done[i] = False
+            if p.decl.reserve_held:
+                r = max(0.0, round_up(needs[i], p.block) - alloc)
+                run.reserve[i] = r
+                p.reserved += r
+            p.holders.append(root)
+            p.stats.admissions += 1
+        s.a[self.prog.slots[0]] = consumed
+        if self.warm:
+            pool0.stats.wait.add(self.now - w.since)
+        self.admission_seq += 1
+        root.admission = self.admission_seq
+        self.make_ready(s)
+        return True
+
+    # --------------------------------------------------------------- growth
+
+    def try_grow(self, run, i, need):
+        p = run.pools[i]
+        others = p.reserved - run.reserve[i]
+        if p.used + others + need > p.cap + EPS:
+            return False
+        p.make_room(need)
+        p.used += need
+        run.alloc[i] += need
+        if run.reserve[i] > 0.0:
+            take = min(run.reserve[i], need)
+            run.reserve[i] -= take
+            p.reserved -= take
+        return True
+
+    def grow(self, s, run, i, d, op):
+        """``grow P (d)`` on the innermost hold (a generator: it may wait)."""
+        p = run.pools[i]
+        need = round_up(run.alloc[i] + d, p.block) - run.alloc[i]
+        if need <= EPS:
+            return
+        while not self.try_grow(run, i, need):
+            victim = None if p.preempt_keys is None else self.choose_victim(p)
+            if victim is None:
+                entry = (s, run, i, need)
+                p.growers.append(entry)
+                s.cancel = lambda: p.growers.remove(entry) if entry in p.growers else None
+                yield WAIT
+                return
+            vs, vrun = victim
+            self.preempt(p, vs, vrun, current=s)
+        return
+
+    def retry_growers(self, pool):
+        while pool.growers:
+            s, run, i, need = pool.growers[0]
+            if not self.try_grow(run, i, need):
+                return
+            pool.growers.pop(0)
+            s.cancel = None
+            self.make_ready(s)
+
+    def choose_victim(self, p):
+        """Among the sessions holding ``p`` in a scope, in holder order: the
+        smallest preempt key, ties to the later candidate."""
+        cands = []
+        seen = set()
+        for h in p.holders:
+            if id(h) in seen:
+                continue
+            seen.add(id(h))
+            found = self.scope_hold(h, p)
+            if found is not None:
+                cands.append(found)
+        best = best_key = None
+        ctx = self.victim_ctx
+        for place, (vs, run, i) in enumerate(cands):
+            ctx.a = vs.a
+            ctx.admission = float(place)
+            ctx.decoding = 0.0
+            ctx.position = run.pos[i]
+            key = [total_key(f(ctx)) for f in p.preempt_keys]
+            if best is None or key <= best_key:
+                best, best_key = (vs, run), key
+        return best
+
+    def scope_hold(self, root, p):
+        """The innermost hold on ``p`` of ``root`` or of one of its legs."""
+        for s in [root] + list(root.legs):
+            for run in reversed(s.holds):
+                for i, q in enumerate(run.pools):
+                    if q is p and not run.done[i]:
+                        return (s, run, i)
+        return None
+
+    def preempt(self, p, vs, vrun, current):
+        """Preempt ``vrun`` (a hold of ``vs``) to free room in ``p``."""
+        i = vrun.pools.index(p)
+        pos = vrun.pos[i]
+        vs.a[self.prog.slots[8]] = pos
+        mem = vs.root().preempt_memory
+        last = mem.get(p.index)
+        if last is not None and pos <= last[0] + EPS and not last[1]:
+            p.stats.stuck += 1
+            mem[p.index] = (pos, True)
+        elif last is None or pos > last[0] + EPS:
+            mem[p.index] = (pos, False)
+        p.stats.preemptions += 1
+        tail = p.decl.preempt_tail
+        if vs is current:
+            raise Preempted(vrun, tail)
+        if vs.cancel is not None:
+            vs.cancel()
+            vs.cancel = None
+        try:
+            vs.gen.throw(Preempted(vrun, tail))
+        except StopIteration:
+            self.finish(vs)
+
+    # ---------------------------------------------------------------- leases
+
+    def start_lease(self, s, run, i, t):
+        lease = Lease(run.pools[i], run.alloc[i], run, s)
+        s.leases.append(lease)
+        if t != t or t < 0:
+            raise RunError("session %d, at t = %s: the lease time is %s, not a time"
+                           % (s.serial, fmt(self.now), fmt(t)))
+        if t != float("inf"):
+            lease.expires = self.now + t
+            self.schedule(lease.expires, self.end_lease, lease)
+
+    def end_lease(self, lease):
+        if lease.ended:
+            return
+        lease.ended = True
+        p = lease.pool
+        p.used -= lease.alloc
+        root = lease.session.root()
+        p.remove_holder(root)
+        op = lease.run.op
+        if op[4] is not None:
+            run = lease.run
+            i = run.pools.index(p)
+            l = op[4](lease.session)
+            computed = run.pos[i] if run.grown[i] else lease.alloc
+            from .pools import round_down
+            p.keep(root, round_down(max(0.0, min(l, computed)), p.block))
+        owner = lease.session
+        if lease in owner.leases:
+            owner.leases.remove(lease)
+
+    def end_first_lease(self, s, member):
+        for lease in list(s.leases):
+            if lease.pool.index == member and not lease.ended:
+                self.end_lease(lease)
+                return
+
+    # ------------------------------------------------------- session's end
+
+    def release_session(self, s):
+        """At a session's (or leg's) end: every hold released, innermost
+        first, caching per its clause."""
+        interp = self.interp
+        while s.holds:
+            run = s.holds.pop()
+            interp.release_all(s, run)
+
+    # --------------------------------------------------------------- queries
+
+    def pool_query(self, fun):
+        pools = self.pools
+        if fun == "Used":
+            return lambda m, x: pools[m].used
+        if fun == "Free":
+            return lambda m, x: pools[m].cap - pools[m].used
+        if fun == "Holders":
+            return lambda m, x: float(len(pools[m].holders))
+        if fun == "Queued":
+            return lambda m, x: float(len(pools[m].queue))
+        if fun == "CachedIn":
+            def cachedin(m, x):
+                root = getattr(x, "root", None)
+                return pools[m].own(root().serial) if root is not None else 0.0
+            return cachedin
+        return None
+
+    def over_cap(self, p):
+        """At the end: the head of ``p``'s queue asks some pool for more than
+        its cap (a state-dependent demand that can never be admitted)."""
+        if not p.queue:
+            return None
+        run = self.select(p).run
+        units, needs = self.header(run)
+        for q, need in zip(run.pools, needs):
+            r = round_up(need, q.block)
+            if r > q.cap + EPS:
+                return (self.pool_label(p), r)
+        return None
