@@ -27,7 +27,7 @@ def simulable(path):
     return not steps
 
 
-CASES = [(p, seed) for kind in ("valid", "sim") for p in sorted((PROGRAMS / kind).glob("*.sq"))
+CASES = [(p, seed) for kind in ("valid", "sim", "pools") for p in sorted((PROGRAMS / kind).glob("*.sq"))
          if simulable(p) for seed in SEEDS]
 
 

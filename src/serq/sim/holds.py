@@ -155,7 +155,6 @@ class HoldOps(object):
     def end_hold(self, s, run):
         op = run.op
         sim = self.sim
-        l = None if op[4] is None else op[4](s)
         lease = op[5]
         for i, p in enumerate(run.pools):
             if run.done[i]:
@@ -164,27 +163,29 @@ class HoldOps(object):
                 run.done[i] = True
                 sim.start_lease(s, run, i, lease[1](s))
                 continue
-            self.release_one(s, run, i, l)
+            self.release_one(s, run, i)
+        for i, p in enumerate(run.pools):
+            sim.readmit(p)
 
-    def release_one(self, s, run, i, l, preempted=False):
-        """Give pool ``i`` of ``run`` back, caching per the clause (``l``)."""
+    def release_one(self, s, run, i, preempted=False):
+        """Give pool ``i`` of ``run`` back, caching per the `cache` clause,
+        which is read once the units are back (it may read the pool)."""
         p = run.pools[i]
         run.done[i] = True
         p.used -= run.alloc[i]
         p.reserved -= run.reserve[i]
         run.reserve[i] = 0.0
         p.remove_holder(s.root())
-        if l is not None:
-            computed = run.pos[i] if (run.grown[i] or preempted) else run.alloc[i]
+        if run.op[4] is not None:
+            l = run.op[4](s)
+            computed = run.pos[i] if (run.grown[i] or preempted) else max(run.alloc[i], run.pos[i])
             p.keep(s.root(), round_down(max(0.0, min(l, computed)), p.block))
         run.alloc[i] = 0.0
 
     def release_all(self, s, run, preempted=False):
-        op = run.op
-        l = None if op[4] is None else op[4](s)
         for i in range(len(run.pools)):
             if not run.done[i]:
-                self.release_one(s, run, i, l, preempted)
+                self.release_one(s, run, i, preempted)
 
     # ----------------------------------------------------- pool statements
 
@@ -222,8 +223,7 @@ class HoldOps(object):
         member = op[1](s)
         run, i = self.innermost(s, member, op, "release")
         if run is not None:
-            l = None if run.op[4] is None else run.op[4](s)
-            self.release_one(s, run, i, l)
+            self.release_one(s, run, i)
             run.last_preempt.pop(i, None)
             return
         sim.end_first_lease(s.root(), member)

@@ -122,6 +122,14 @@ class PoolSim(object):
         self.make_ready(s)
         return True
 
+    def readmit(self, pool):
+        """Units came back to ``pool``: its stalled growers and its queue are
+        served at once, before the releasing session goes on."""
+        if pool.growers:
+            self.retry_growers(pool)
+        if pool.queue and pool.decl.admit_via is None:
+            self.admit_pool(pool)
+
     # --------------------------------------------------------------- growth
 
     def try_grow(self, run, i, need):
@@ -232,22 +240,34 @@ class PoolSim(object):
                            % (s.serial, fmt(self.now), fmt(t)))
         if t != float("inf"):
             lease.expires = self.now + t
-            self.schedule(lease.expires, self.end_lease, lease)
+            self.schedule(lease.expires, self.expire_lease, lease)
 
-    def end_lease(self, lease):
+    def expire_lease(self, lease):
+        """A finite lease runs out: its units come back, and one holder-list
+        entry of its session goes (a `release` or an end removes them all:
+        the 0.1.3 quirk, feature map §4.12)."""
+        if lease.ended:
+            return
+        root = lease.session.root()
+        if root in lease.pool.holders:
+            lease.pool.holders.remove(root)
+        self.end_lease(lease, remove_all=False)
+
+    def end_lease(self, lease, remove_all=True):
         if lease.ended:
             return
         lease.ended = True
         p = lease.pool
         p.used -= lease.alloc
         root = lease.session.root()
-        p.remove_holder(root)
+        if remove_all:
+            p.remove_holder(root)
         op = lease.run.op
         if op[4] is not None:
             run = lease.run
             i = run.pools.index(p)
             l = op[4](lease.session)
-            computed = run.pos[i] if run.grown[i] else lease.alloc
+            computed = run.pos[i] if run.grown[i] else max(lease.alloc, run.pos[i])
             from .pools import round_down
             p.keep(root, round_down(max(0.0, min(l, computed)), p.block))
         owner = lease.session
