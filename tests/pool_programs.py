@@ -20,7 +20,11 @@ pass before it grows (so a self-preempting hold is a livelock over time, not
 an instant that never settles), a closed session starts with a run of
 positive work (a closed session that takes no time restarts for ever), loads
 stay within the allocation (``reuse (0)`` or no ``cache`` on loading holds),
-and horizons and rates keep one run well under 0.2 s in pyserq.
+and horizons and rates keep one run well under 0.2 s in pyserq.  Eviction
+keys never draw: with several cache entries the reference evaluates drawing
+keys in an order that changes from one of its runs to the next, so such a
+program has no stable expected report (draws stay in spill clauses, which
+are evaluated per evicted piece in eviction order).
 """
 import random
 
@@ -232,7 +236,7 @@ class Gen(object):
             opts.append("evict lru;")
         elif ev < 0.85:
             keys = r.sample(["size", "-size", "age", "-age", "last", "waiting", "-waiting",
-                             "n", "-serial", "~exp(1)", "used(%s)" % (name if count == 1
+                             "n", "-serial", "used(%s)" % (name if count == 1
                                                                    else name + "[0]")],
                             r.randint(1, 2))
             opts.append("evict by (%s);" % ", ".join(keys))
