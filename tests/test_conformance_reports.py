@@ -19,6 +19,13 @@ from serq.runner import run_program
 
 SEEDS = (1, 10000019, 987654321001)
 
+# Programs whose spills overflow their tier: 0.1.3 makes room in the tier
+# before it adds the spilled units, so the tier goes over its cap; serq keeps
+# the pool invariant (the seed's pool page), so these reports differ by
+# design (docs/divergences.md).  Each also runs with a roomy tier in
+# test_spill_divergence_is_only_the_tier_cap.
+SPILL_OVERFLOW = {"evict_draws", "spill_block_det", "spill_tier"}
+
 
 def simulable(path):
     with in_dir(path.parent):
@@ -51,6 +58,8 @@ def close(a, b):
 @pytest.mark.parametrize("path,seed", CASES,
                          ids=["%s-%s@%d" % (p.parent.name, p.stem, s) for p, s in CASES])
 def test_report_is_byte_identical(path, seed):
+    if path.stem in SPILL_OVERFLOW:
+        pytest.skip("spills overflow the tier in 0.1.3 (a listed divergence)")
     expected = (PROGRAMS / "reports" / path.parent.name /
                 ("%s.%d.json" % (path.stem, seed))).read_text().rstrip("\n")
     got = serq_report(path, seed)
@@ -63,6 +72,27 @@ def test_report_is_byte_identical(path, seed):
 def test_suite_covers_enough_programs():
     programs = {p for p, _ in CASES}
     assert len(programs) >= 40
+
+
+@pytest.mark.parametrize("name", sorted(SPILL_OVERFLOW))
+def test_spill_divergence_is_only_the_tier_cap(name, tmp_path):
+    """With its tier made large enough never to overflow, the program's
+    report is the reference's again; as written, serq keeps the invariant
+    where 0.1.3 does not."""
+    pyserq = pytest.importorskip("pyserq")
+    import re
+    path = PROGRAMS / "pools" / (name + ".sq")
+    text = path.read_text()
+    tier = re.search(r"^pool [^\n]*spill (\w+) via", text, re.M).group(1)
+    roomy = re.sub(r"pool %s \{ cap [^;]*;" % tier, "pool %s { cap 1000000;" % tier, text)
+    assert roomy != text
+    f = tmp_path / (name + ".sq")
+    f.write_text(roomy)
+    assert report_json(run_program(compile_program(str(f)))) == \
+        pyserq.run(pyserq.compile(path=str(f))).json()
+    with in_dir(path.parent):
+        ours = run_program(compile_program(path.name), check_invariants=True)
+    assert report_json(ours) != pyserq.run(pyserq.compile(path=str(path))).json()
 
 
 @pytest.mark.parametrize("path", sorted({p for p, _ in CASES})[::9])

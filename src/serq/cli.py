@@ -78,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.add_argument("--dump", metavar="DIR", help="write samples and gauges as CSV files")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--check-invariants", action="store_true",
+                   help="check every pool invariant after every event (slower)")
     overrides(r, True)
     c = sub.add_parser("check", help="parse, link and validate a program")
     c.add_argument("file")
@@ -157,7 +159,7 @@ def _cmd_run(args) -> int:
     prog = _load(args)
     progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
     try:
-        sim = simulate(prog, progress)
+        sim = simulate(prog, progress, args.check_invariants)
     finally:
         if progress is not None:
             progress.close()

@@ -7,10 +7,10 @@ from .sim.engine import Simulator
 from .tracefile import read_trace
 
 
-def simulate(program: ir.Program, progress=None) -> Simulator:
+def simulate(program: ir.Program, progress=None, check_invariants=False) -> Simulator:
     trace = read_trace(trace_path(program)) if program.trace is not None else None
-    return Simulator(program, trace).run(progress)
+    return Simulator(program, trace, check_invariants).run(progress)
 
 
-def run_program(program: ir.Program) -> Report:
-    return build_report(simulate(program))
+def run_program(program: ir.Program, check_invariants=False) -> Report:
+    return build_report(simulate(program, check_invariants=check_invariants))

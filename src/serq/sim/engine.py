@@ -109,8 +109,9 @@ class VictimContext(object):
 
 
 class Simulator(PoolSim):
-    def __init__(self, prog: ir.Program, trace=None):
+    def __init__(self, prog: ir.Program, trace=None, check_invariants=False):
         self.prog = prog
+        self.check_invariants = check_invariants
         self.now = 0.0
         self.heap = []
         self.seq = 0
@@ -127,6 +128,7 @@ class Simulator(PoolSim):
         self.trace = trace  # corpus: list of sessions, each a list of turns
         self.arrived = 0
         self.live = 0
+        self.roots = {}  # serial -> live session
         self.ended = 0
         self.turns = 0
         self.live_avg = TimeAverage(0.0)
@@ -282,6 +284,7 @@ class Simulator(PoolSim):
         self.arrived += 1
         self.live += 1
         s = Session(serial, new_attrs(prog, serial), streams.statement_stream(self.seed, serial))
+        self.roots[serial] = s
         if self.trace is not None:
             n = len(self.trace)
             i = serial % n if prog.trace_ordered else self.trace_rng.range_u32(0, n - 1)
@@ -370,6 +373,12 @@ class Simulator(PoolSim):
         self.finish(root)
 
     def finish(self, s):
+        """A session (or leg) ends: its holds and leases are released, and the
+        pools serve their queues once everything is back."""
+        if s.leg_of is None:
+            s.ending = True
+        touched = set(p for run in s.holds for p in run.pools) | \
+            set(lease.pool for lease in s.leases)
         self.release_session(s)
         if s.leg_of is not None:
             root = s.leg_of
@@ -377,6 +386,8 @@ class Simulator(PoolSim):
             s.leases = []
             if s in root.legs:
                 root.legs.remove(s)
+            for p in sorted(touched, key=lambda q: q.index):
+                self.readmit(p)
             if not root.alive:
                 return
             root.legs_live -= 1
@@ -390,7 +401,10 @@ class Simulator(PoolSim):
                                                               s.legs_live))
         for lease in list(s.leases):
             self.end_lease(lease)
+        for p in sorted(touched, key=lambda q: q.index):
+            self.readmit(p)
         s.alive = False
+        self.roots.pop(s.serial, None)
         self.live -= 1
         if self.warm:
             self.ended += 1
@@ -437,6 +451,8 @@ class Simulator(PoolSim):
             st.record(now)
         for p in pools:
             p.record(now)
+        if self.check_invariants:
+            self.check_pools()
 
     def read_gauges(self):
         now = self.now

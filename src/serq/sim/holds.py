@@ -164,7 +164,7 @@ class HoldOps(object):
                 sim.start_lease(s, run, i, lease[1](s))
                 continue
             self.release_one(s, run, i)
-        for i, p in enumerate(run.pools):
+        for p in sorted(run.pools, key=lambda q: q.index):
             sim.readmit(p)
 
     def release_one(self, s, run, i, preempted=False):
@@ -178,7 +178,9 @@ class HoldOps(object):
         p.remove_holder(s.root())
         if run.op[4] is not None:
             l = run.op[4](s)
-            computed = run.pos[i] if (run.grown[i] or preempted) else max(run.alloc[i], run.pos[i])
+            # `load` (or a growing run) on any pool of the hold makes every
+            # pool's extent its position; otherwise the allocation.
+            computed = run.pos[i] if (any(run.grown) or preempted) else run.alloc[i]
             p.keep(s.root(), round_down(max(0.0, min(l, computed)), p.block))
         run.alloc[i] = 0.0
 
@@ -225,6 +227,7 @@ class HoldOps(object):
         if run is not None:
             self.release_one(s, run, i)
             run.last_preempt.pop(i, None)
+            sim.readmit(run.pools[i])
             return
         sim.end_first_lease(s.root(), member)
 

@@ -267,12 +267,14 @@ class PoolSim(object):
             run = lease.run
             i = run.pools.index(p)
             l = op[4](lease.session)
-            computed = run.pos[i] if run.grown[i] else max(lease.alloc, run.pos[i])
+            computed = run.pos[i] if any(run.grown) else lease.alloc
             from .pools import round_down
             p.keep(root, round_down(max(0.0, min(l, computed)), p.block))
         owner = lease.session
         if lease in owner.leases:
             owner.leases.remove(lease)
+        if not root.ending:
+            self.readmit(p)
 
     def end_first_lease(self, s, member):
         for lease in list(s.leases):
@@ -289,6 +291,44 @@ class PoolSim(object):
         while s.holds:
             run = s.holds.pop()
             interp.release_all(s, run)
+
+    # ------------------------------------------------------------ invariants
+
+    def check_pools(self):
+        """The pool invariants, checked after every settle by
+        ``--check-invariants``: ``used + cached <= cap``, nothing negative,
+        the cache total equal to its entries, the allocation equal to what
+        holds and leases have."""
+        held = {}
+        for root in self.roots.values():
+            for s in [root] + list(root.legs):
+                for run in s.holds:
+                    for i, p in enumerate(run.pools):
+                        if not run.done[i]:
+                            held[p.index] = held.get(p.index, 0.0) + run.alloc[i]
+                for lease in s.leases:
+                    if not lease.ended:
+                        held[lease.pool.index] = held.get(lease.pool.index, 0.0) + lease.alloc
+        for p in self.pools:
+            label = self.pool_label(p)
+            entries = sum(e.units for e in p.entries.values()) + sum(e.units for e in p.dead)
+            problems = []
+            if p.used + p.cached > p.cap + 1e-6:
+                problems.append("used %s + cached %s > cap %s" % (fmt(p.used), fmt(p.cached),
+                                                                   fmt(p.cap)))
+            if p.used < -1e-6 or p.cached < -1e-6 or p.reserved < -1e-6:
+                problems.append("a negative amount (used %s, cached %s, reserved %s)"
+                                % (fmt(p.used), fmt(p.cached), fmt(p.reserved)))
+            if abs(entries - p.cached) > 1e-6:
+                problems.append("cached %s but the entries hold %s" % (fmt(p.cached),
+                                                                        fmt(entries)))
+            if abs(held.get(p.index, 0.0) - p.used) > 1e-6:
+                problems.append("used %s but holds and leases have %s"
+                                % (fmt(p.used), fmt(held.get(p.index, 0.0))))
+            if problems:
+                raise RunError("pool `%s` at t = %s: %s" % (label, fmt(self.now),
+                                                            "; ".join(problems)),
+                               help="this is a bug in serq: please report it with the program")
 
     # --------------------------------------------------------------- queries
 

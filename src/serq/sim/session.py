@@ -39,7 +39,7 @@ class Session(object):
     __slots__ = ("serial", "a", "rng", "gen", "leg_of", "legs_live", "forks", "joining",
                  "steps", "ready_at", "ready_count", "turns", "trace_turns", "trace_next",
                  "alive", "holds", "leases", "legs", "waiting_in", "cancel", "waited",
-                 "admission", "preempt_memory")
+                 "admission", "preempt_memory", "ending")
 
     def __init__(self, serial, attrs, rng, leg_of=None):
         self.serial = serial
@@ -65,6 +65,7 @@ class Session(object):
         self.waited = 0.0
         self.admission = 0.0  # latest admission sequence number
         self.preempt_memory = {}  # pool index -> (position, counted stuck)
+        self.ending = False  # the session's end is releasing what it holds
 
     def root(self):
         return self.leg_of if self.leg_of is not None else self
