@@ -382,8 +382,15 @@ class Simulator(PoolSim):
         self.release_session(s)
         if s.leg_of is not None:
             root = s.leg_of
+            # The leg's leases pass to the session, and the holder list then
+            # names the session where it named the leg.
+            for lease in s.leases:
+                lease.holder = root
             root.leases.extend(s.leases)
             s.leases = []
+            for p in self.pools:
+                if s in p.holders:
+                    p.holders = [root if h is s else h for h in p.holders]
             if s in root.legs:
                 root.legs.remove(s)
             for p in sorted(touched, key=lambda q: q.index):

@@ -55,13 +55,16 @@ class HoldRun(object):
 
 
 class Lease(object):
-    __slots__ = ("pool", "alloc", "run", "session", "expires", "ended")
+    """A leased allocation: ``session`` leased it (its attributes serve the
+    `cache` clause); ``holder`` is who the holder list names for it."""
+    __slots__ = ("pool", "alloc", "run", "session", "holder", "expires", "ended")
 
     def __init__(self, pool, alloc, run, session):
         self.pool = pool
         self.alloc = alloc
         self.run = run
         self.session = session
+        self.holder = session
         self.expires = None
         self.ended = False
 
@@ -175,7 +178,7 @@ class HoldOps(object):
         p.used -= run.alloc[i]
         p.reserved -= run.reserve[i]
         run.reserve[i] = 0.0
-        p.remove_holder(s.root())
+        p.remove_holder(s)
         if run.op[4] is not None:
             l = run.op[4](s)
             # `load` (or a growing run) on any pool of the hold makes every

@@ -112,7 +112,7 @@ class PoolSim(object):
                 r = max(0.0, round_up(needs[i], p.block) - alloc)
                 run.reserve[i] = r
                 p.reserved += r
-            p.holders.append(root)
+            p.holders.append(s)
             p.stats.admissions += 1
         s.a[self.prog.slots[0]] = consumed
         if self.warm:
@@ -197,13 +197,12 @@ class PoolSim(object):
                 best, best_key = (vs, run), key
         return best
 
-    def scope_hold(self, root, p):
-        """The innermost hold on ``p`` of ``root`` or of one of its legs."""
-        for s in [root] + list(root.legs):
-            for run in reversed(s.holds):
-                for i, q in enumerate(run.pools):
-                    if q is p and not run.done[i]:
-                        return (s, run, i)
+    def scope_hold(self, s, p):
+        """The innermost hold on ``p`` of session (or leg) ``s``."""
+        for run in reversed(s.holds):
+            for i, q in enumerate(run.pools):
+                if q is p and not run.done[i]:
+                    return (s, run, i)
         return None
 
     def preempt(self, p, vs, vrun, current):
@@ -243,25 +242,21 @@ class PoolSim(object):
             self.schedule(lease.expires, self.expire_lease, lease)
 
     def expire_lease(self, lease):
-        """A finite lease runs out: its units come back, and one holder-list
-        entry of its session goes (a `release` or an end removes them all:
-        the 0.1.3 quirk, feature map §4.12)."""
-        if lease.ended:
-            return
-        root = lease.session.root()
-        if root in lease.pool.holders:
-            lease.pool.holders.remove(root)
-        self.end_lease(lease, remove_all=False)
+        """A finite lease runs out."""
+        self.end_lease(lease)
 
-    def end_lease(self, lease, remove_all=True):
+    def end_lease(self, lease):
+        """A lease ends: its units come back, cached per its hold's clause,
+        and every holder-list entry of its holder goes (the 0.1.3 quirk,
+        feature map §4.12: the holder is the leg that leased, or the session
+        once the leg has ended)."""
         if lease.ended:
             return
         lease.ended = True
         p = lease.pool
         p.used -= lease.alloc
         root = lease.session.root()
-        if remove_all:
-            p.remove_holder(root)
+        p.remove_holder(lease.holder)
         op = lease.run.op
         if op[4] is not None:
             run = lease.run
@@ -333,19 +328,21 @@ class PoolSim(object):
     # --------------------------------------------------------------- queries
 
     def pool_query(self, fun):
-        pools = self.pools
+        """The pool queries; they look the pools up when read, since pools'
+        own keys are compiled while the pools are being made."""
+        sim = self
         if fun == "Used":
-            return lambda m, x: pools[m].used
+            return lambda m, x: sim.pools[m].used
         if fun == "Free":
-            return lambda m, x: pools[m].cap - pools[m].used
+            return lambda m, x: sim.pools[m].cap - sim.pools[m].used
         if fun == "Holders":
-            return lambda m, x: float(len(pools[m].holders))
+            return lambda m, x: float(len(sim.pools[m].holders))
         if fun == "Queued":
-            return lambda m, x: float(len(pools[m].queue))
+            return lambda m, x: float(len(sim.pools[m].queue))
         if fun == "CachedIn":
             def cachedin(m, x):
                 root = getattr(x, "root", None)
-                return pools[m].own(root().serial) if root is not None else 0.0
+                return sim.pools[m].own(root().serial) if root is not None else 0.0
             return cachedin
         return None
 
