@@ -377,8 +377,6 @@ class Simulator(PoolSim):
         pools serve their queues once everything is back."""
         if s.leg_of is None:
             s.ending = True
-        touched = set(p for run in s.holds for p in run.pools) | \
-            set(lease.pool for lease in s.leases)
         self.release_session(s)
         if s.leg_of is not None:
             root = s.leg_of
@@ -393,8 +391,7 @@ class Simulator(PoolSim):
                     p.holders = [root if h is s else h for h in p.holders]
             if s in root.legs:
                 root.legs.remove(s)
-            for p in sorted(touched, key=lambda q: q.index):
-                self.readmit(p)
+            self.pool_pass()
             if not root.alive:
                 return
             root.legs_live -= 1
@@ -408,8 +405,7 @@ class Simulator(PoolSim):
                                                               s.legs_live))
         for lease in list(s.leases):
             self.end_lease(lease)
-        for p in sorted(touched, key=lambda q: q.index):
-            self.readmit(p)
+        self.pool_pass()
         s.alive = False
         self.roots.pop(s.serial, None)
         self.live -= 1
@@ -437,11 +433,7 @@ class Simulator(PoolSim):
         while True:
             while ready:
                 self.step(ready.popleft())
-            for p in pools:
-                if p.growers:
-                    self.retry_growers(p)
-                if p.queue and p.decl.admit_via is None:
-                    self.admit_pool(p)
+            self.pool_pass()
             if not ready:
                 break
         if self.changed:

@@ -164,11 +164,12 @@ class HoldOps(object):
                 continue
             if lease is not None and lease[0] == i:
                 run.done[i] = True
+                p.reserved -= run.reserve[i]  # the hold's scope ends: so does its reservation
+                run.reserve[i] = 0.0
                 sim.start_lease(s, run, i, lease[1](s))
                 continue
             self.release_one(s, run, i)
-        for p in sorted(run.pools, key=lambda q: q.index):
-            sim.readmit(p)
+        sim.pool_pass()
 
     def release_one(self, s, run, i, preempted=False):
         """Give pool ``i`` of ``run`` back, caching per the `cache` clause,
@@ -230,7 +231,7 @@ class HoldOps(object):
         if run is not None:
             self.release_one(s, run, i)
             run.last_preempt.pop(i, None)
-            sim.readmit(run.pools[i])
+            sim.pool_pass()
             return
         sim.end_first_lease(s.root(), member)
 

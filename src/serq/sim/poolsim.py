@@ -122,13 +122,15 @@ class PoolSim(object):
         self.make_ready(s)
         return True
 
-    def readmit(self, pool):
-        """Units came back to ``pool``: its stalled growers and its queue are
-        served at once, before the releasing session goes on."""
-        if pool.growers:
-            self.retry_growers(pool)
-        if pool.queue and pool.decl.admit_via is None:
-            self.admit_pool(pool)
+    def pool_pass(self):
+        """Every pool in declaration order serves its stalled growers, then
+        its queue (unless a step stage admits it).  The settle runs this, and
+        so does a release, before the releasing session goes on."""
+        for p in self.pools:
+            if p.growers:
+                self.retry_growers(p)
+            if p.queue and p.decl.admit_via is None:
+                self.admit_pool(p)
 
     # --------------------------------------------------------------- growth
 
@@ -268,13 +270,12 @@ class PoolSim(object):
         owner = lease.session
         if lease in owner.leases:
             owner.leases.remove(lease)
-        if not root.ending:
-            self.readmit(p)
 
     def end_first_lease(self, s, member):
         for lease in list(s.leases):
             if lease.pool.index == member and not lease.ended:
                 self.end_lease(lease)
+                self.pool_pass()
                 return
 
     # ------------------------------------------------------- session's end
@@ -311,6 +312,16 @@ class PoolSim(object):
             if p.used + p.cached > p.cap + 1e-6:
                 problems.append("used %s + cached %s > cap %s" % (fmt(p.used), fmt(p.cached),
                                                                    fmt(p.cap)))
+            reserved = 0.0
+            for root in self.roots.values():
+                for s in [root] + list(root.legs):
+                    for run in s.holds:
+                        for i, q in enumerate(run.pools):
+                            if q is p and not run.done[i]:
+                                reserved += run.reserve[i]
+            if abs(reserved - p.reserved) > 1e-6:
+                problems.append("reserved %s but live holds reserve %s" % (fmt(p.reserved),
+                                                                           fmt(reserved)))
             if p.used < -1e-6 or p.cached < -1e-6 or p.reserved < -1e-6:
                 problems.append("a negative amount (used %s, cached %s, reserved %s)"
                                 % (fmt(p.used), fmt(p.cached), fmt(p.reserved)))
