@@ -37,7 +37,7 @@ class Rejected(Exception):
 class HoldRun(object):
     """One execution of a hold statement by one session (or leg)."""
     __slots__ = ("session", "op", "pools", "alloc", "pos", "grown", "done", "reserve",
-                 "resumed", "last_preempt", "waiting", "consumed")
+                 "resumed", "waiting")
 
     def __init__(self, session, op, pools):
         self.session = session
@@ -50,7 +50,6 @@ class HoldRun(object):
         self.done = [False] * n  # released (by `release`, or at the end)
         self.reserve = [0.0] * n  # reservation not yet allocated (reserve held)
         self.resumed = False
-        self.last_preempt = {}  # pool index -> position at the last preemption
         self.waiting = None
 
 
@@ -180,6 +179,9 @@ class HoldOps(object):
         p.reserved -= run.reserve[i]
         run.reserve[i] = 0.0
         p.remove_holder(s)
+        if not preempted:
+            # A hold on the pool completes or is released: the stuck memory goes.
+            s.root().preempt_memory.pop(p.index, None)
         if run.op[4] is not None:
             l = run.op[4](s)
             # `load` (or a growing run) on any pool of the hold makes every
@@ -230,7 +232,6 @@ class HoldOps(object):
         run, i = self.innermost(s, member, op, "release")
         if run is not None:
             self.release_one(s, run, i)
-            run.last_preempt.pop(i, None)
             sim.pool_pass()
             return
         sim.end_first_lease(s.root(), member)
