@@ -150,11 +150,11 @@ class Pool(object):
 
     def keep(self, session, units):
         """Cache ``units`` as the session's entry (replacing its old one)."""
+        if units <= EPS:
+            return  # keeps nothing, and leaves any entry there (e.g. a spill's)
         old = self.entries.pop(session.serial, None)
         if old is not None:
             self.cached -= old.units
-        if units <= EPS:
-            return
         sim = self.sim
         sim.release_seq += 1
         self.entries[session.serial] = CacheEntry(session.serial, units, sim.now,

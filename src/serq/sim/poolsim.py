@@ -358,14 +358,17 @@ class PoolSim(object):
         return None
 
     def over_cap(self, p):
-        """At the end: the head of ``p``'s queue asks some pool for more than
-        its cap (a state-dependent demand that can never be admitted)."""
-        if not p.queue:
-            return None
-        run = self.select(p).run
-        units, needs = self.header(run)
-        for q, need in zip(run.pools, needs):
-            r = round_up(need, q.block)
-            if r > q.cap + EPS:
-                return (self.pool_label(p), r)
+        """At the end: a queue's head asks ``p`` for more than its cap (a
+        state-dependent demand that can never be admitted).  The row is the
+        pool that cannot give; the label names the queue it waits in."""
+        for q in self.pools:
+            if not q.queue:
+                continue
+            run = self.select(q).run
+            if p not in run.pools:
+                continue
+            units, needs = self.header(run)
+            need = round_up(needs[run.pools.index(p)], p.block)
+            if need > p.cap + EPS:
+                return (self.pool_label(q), need)
         return None
