@@ -83,6 +83,27 @@ class PoolStats(object):
         self.stuck = 0
 
 
+class AdmissionStats(object):
+    """What the admission-control chapter says an operator must see (beyond
+    the reference's report): head-of-line blocking, the reserve held, and
+    when preemptions happen.  Recorded after warm-up like the rest.
+
+    * ``blocked_attempts``: admission attempts whose selected hold did not fit
+      while a hold waiting behind it would have;
+    * ``blocking``: time average of "the head holds back a hold that fits";
+    * ``reserved``: time average of units reserved but not yet allocated
+      (``reserve held``);
+    * ``preemption_times``: the instant of every preemption.
+    """
+    __slots__ = ("blocked_attempts", "blocking", "reserved", "preemption_times")
+
+    def __init__(self):
+        self.blocked_attempts = 0
+        self.blocking = TimeAverage()
+        self.reserved = TimeAverage()
+        self.preemption_times = []
+
+
 class Pool(object):
     def __init__(self, sim, index, decl, compiler):
         self.sim = sim
@@ -101,6 +122,8 @@ class Pool(object):
         self.holders = []  # holder list (sessions), the 0.1.3 quirk
         self.reserved = 0.0  # outstanding reservations (reserve held)
         self.stats = PoolStats()
+        self.admission = AdmissionStats()
+        self.blocked = False  # the head holds back a hold that fits (last settle)
         c = compiler
         self.evict_keys = None if decl.evict is None else [c.expr(k) for k in decl.evict]
         self.queue_keys = None if decl.queue is None else [c.expr(k) for k in decl.queue]
@@ -119,6 +142,9 @@ class Pool(object):
         st.cached.set(now, self.cached)
         st.queue.set(now, float(len(self.queue)))
         st.holders.set(now, float(len(self.holders)))
+        ad = self.admission
+        ad.reserved.set(now, self.reserved)
+        ad.blocking.set(now, 1.0 if self.blocked else 0.0)
 
     def restart(self, now):
         st = self.stats
@@ -126,6 +152,8 @@ class Pool(object):
         st.cached.restart(now)
         st.queue.restart(now)
         st.holders.restart(now)
+        self.admission.reserved.restart(now)
+        self.admission.blocking.restart(now)
 
     # ----------------------------------------------------------------- cache
 

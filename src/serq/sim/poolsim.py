@@ -64,7 +64,20 @@ class PoolSim(object):
         while pool.queue:
             w = self.select(pool)
             if not self.try_admit(w):
+                pool.blocked = self.held_back(pool, w)
+                if pool.blocked and self.warm:
+                    pool.admission.blocked_attempts += 1
                 return
+        pool.blocked = False
+
+    def fits(self, run):
+        units, needs = self.header(run)
+        return all(p.used + p.reserved + round_up(need, p.block) <= p.cap + EPS
+                   for p, need in zip(run.pools, needs))
+
+    def held_back(self, pool, head):
+        """Head-of-line blocking: some hold behind ``head`` would fit now."""
+        return any(w is not head and self.fits(w.run) for w in pool.queue)
 
     def header(self, run):
         """Units and needs of a waiting hold, evaluated now."""
@@ -131,6 +144,8 @@ class PoolSim(object):
                 self.retry_growers(p)
             if p.queue and p.decl.admit_via is None:
                 self.admit_pool(p)
+            elif not p.queue:
+                p.blocked = False
 
     # --------------------------------------------------------------- growth
 
@@ -220,6 +235,8 @@ class PoolSim(object):
         elif last is None or pos > last[0] + EPS:
             mem[p.index] = (pos, False)
         p.stats.preemptions += 1
+        if self.warm:
+            p.admission.preemption_times.append(self.now)
         tail = p.decl.preempt_tail
         if vs is current:
             raise Preempted(vrun, tail)
