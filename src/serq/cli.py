@@ -1,6 +1,7 @@
 """The ``serq`` command line.
 
-    serq run   FILE [--json] [--dump DIR] [--quiet] [overrides as for `ir`]
+    serq run   FILE [--json [--extended]] [--admission] [--dump DIR] [--quiet]
+               [overrides as for `ir`]
     serq check FILE [--set NAME=EXPR]... [--def NAME=EXPR]...
     serq ir    FILE [--set …]... [--def …]... [--seed N] [--horizon T]
                     [--warmup T] [--arrivals N] [--trace F]
@@ -9,6 +10,12 @@
 Exit status: 0 success, 1 an error in the user's input (printed as
 ``FILE:LINE:COL: error: …`` with the source line and a caret), 2 a usage
 error.  No input, however malformed, ends in a Python traceback.
+
+Beyond the reference (report/admission.py): ``--admission`` prints the
+admission table (head-of-line blocking, reserve held, preemptions and their
+storm) after the text report; ``--json --extended`` adds one last key,
+``"extended": {"admission": [...]}``, after the reference's fields, which
+stay byte-identical (without ``--extended`` the JSON is the reference's).
 """
 import argparse
 import math
@@ -76,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="simulate a program and print its report")
     r.add_argument("file", help="a program (.sq) or its IR (JSON, as `serq ir` prints)")
     r.add_argument("--json", action="store_true", help="print the report as JSON")
+    r.add_argument("--extended", action="store_true",
+                   help="with --json: add serq's own measures under a last key `extended`")
+    r.add_argument("--admission", action="store_true",
+                   help="print the admission table (blocking, reserve, preemptions) "
+                   "after the report")
     r.add_argument("--dump", metavar="DIR", help="write samples and gauges as CSV files")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--check-invariants", action="store_true",
@@ -156,6 +168,11 @@ def _cmd_run(args) -> int:
     from .report.jsonfmt import report_json
     from .report.text import report_text
     from .runner import simulate
+    if args.extended and not args.json:
+        raise UsageError("`--extended` adds a key to the JSON report: use it with `--json`")
+    if args.admission and args.json:
+        raise UsageError("`--admission` prints a table after the text report; with `--json` "
+                         "write `--extended`")
     prog = _load(args)
     progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
     try:
@@ -170,7 +187,19 @@ def _cmd_run(args) -> int:
                        {g.name: g for g in sim.gauges})
         except OSError as e:
             raise UsageError("cannot write the dump to %s: %s" % (args.dump, e.strerror or e))
-    sys.stdout.write((report_json(report) if args.json else report_text(report)) + "\n")
+    extended = None
+    if args.admission or args.extended:
+        from .report.admission import admission_json, admission_rows, admission_text
+        rows = admission_rows(sim)
+        if args.extended:
+            extended = [("admission", admission_json(rows))]
+    if args.json:
+        sys.stdout.write(report_json(report, extended) + "\n")
+    else:
+        sys.stdout.write(report_text(report))
+        if args.admission:
+            sys.stdout.write("\n" + admission_text(rows))
+        sys.stdout.write("\n")
     return 1 if report.stuck() else 0
 
 

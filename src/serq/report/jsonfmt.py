@@ -87,8 +87,13 @@ def _row(row) -> str:
     return _object(pairs)
 
 
-def report_json(report: Report) -> str:
-    """The compact JSON text of a report (no trailing newline)."""
+def report_json(report: Report, extended=None) -> str:
+    """The compact JSON text of a report (no trailing newline).
+
+    ``extended`` (serq's own, not the reference's): a list of ``(key,
+    json_text)`` pairs written as one last key ``"extended": {key: …}``
+    after every reference field, which stay byte-identical; ``None`` (the
+    default) writes exactly the reference's JSON."""
     pairs: List = [(k, _value(getattr(report, k))) for k in Report.SCALAR_FIELDS]
     pairs.append(("observes", _object((name, _row(o)) for name, o in report.observes.items())))
     pairs.append(("gauges", _object((name, _row(g)) for name, g in report.gauges.items())))
@@ -96,4 +101,6 @@ def report_json(report: Report) -> str:
         pairs.append(("claims", "[" + ",".join(_row(c) for c in report.claims) + "]"))
     pairs.append(("stages", "[" + ",".join(_row(s) for s in report.stages) + "]"))
     pairs.append(("pools", "[" + ",".join(_row(p) for p in report.pools) + "]"))
+    if extended is not None:
+        pairs.append(("extended", _object(extended)))
     return _object(pairs)
