@@ -64,14 +64,27 @@ def build_report(sim) -> Report:
     stages = []
     for st in sim.stages:
         s = st.stats
-        stages.append(StageRow(
+        row = StageRow(
             name=st.name, index=st.member, mean_number=s.number.mean(end),
             utilization=s.util.mean(end), completed=s.completed,
             throughput=s.completed / span, mean_wait=_mean(s.wait),
             mean_service=_mean(s.service), iterations=0, prefill_only=0.0,
             decode_only=0.0, mixed=0.0, mean_decodes=0.0, mean_decode_batch=None,
             mean_decode_step=None, mean_itl=None, itl_p50=None, itl_p99=None,
-            idle_with_work=False))
+            idle_with_work=False)
+        if st.kind == "step":
+            row.iterations = st.iterations
+            row.prefill_only = s.prefill_only.mean(end)
+            row.decode_only = s.decode_only.mean(end)
+            row.mixed = s.mixed.mean(end)
+            row.mean_decodes = s.decodes.mean(end)
+            row.mean_decode_batch = _mean(s.decode_batch)
+            row.mean_decode_step = _mean(s.decode_step)
+            row.mean_itl = s.itl.mean()
+            row.itl_p50 = s.itl.quantile(0.5)
+            row.itl_p99 = s.itl.quantile(0.99)
+            row.idle_with_work = st.idle_with_work
+        stages.append(row)
     pools = []
     for p in sim.pools:
         s = p.stats

@@ -171,6 +171,32 @@ class TimeAverage(object):
         return self.integral(end) / span
 
 
+class IntervalAverage(object):
+    """A time average accumulated one interval at a time (a step stage's
+    iteration mix): ``add(t0, t1, v)`` adds ``v * (t1 - t0)`` for the part of
+    ``[t0, t1]`` after the start (the warm-up end), in the order intervals
+    end, as pyserq 0.1.3 does; ``mean(end)`` divides by ``end - start``."""
+
+    __slots__ = ("area", "start")
+
+    def __init__(self) -> None:
+        self.area = 0.0
+        self.start = 0.0
+
+    def add(self, t0: float, t1: float, value: float) -> None:
+        lo = t0 if t0 > self.start else self.start
+        if t1 > lo:
+            self.area += value * (t1 - lo)
+
+    def restart(self, t: float) -> None:
+        self.area = 0.0
+        self.start = t
+
+    def mean(self, end: float) -> float:
+        span = end - self.start
+        return self.area / span if span > 0 else 0.0
+
+
 def _integral(times: Sequence[float], values: Sequence[float],
               a: float, b: float, first: int) -> Tuple[float, int]:
     """Integral over [a, b] of the step signal; ``first`` is a piece index

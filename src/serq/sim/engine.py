@@ -22,6 +22,7 @@ from .holds import Rejected
 from .poolsim import PoolSim
 from .session import AGAIN, EndSession, Interpreter, Session, new_attrs
 from .stages import Delay, Fifo, Flows, Ps, SharedStage
+from .step import Step
 
 READY_LIMIT = 1000
 
@@ -141,6 +142,15 @@ class Simulator(PoolSim):
         self.flows_dirty = False
         self.stages = [self._make_stage(i, st) for i, st in enumerate(prog.stages)]
         self.make_pools(prog)
+        self.steps = [st for st in self.stages if st.kind == "step"]
+        for p in self.pools:
+            if p.decl.admit_via is not None:
+                self.stages[p.decl.admit_via].admits.append(p)
+        # pool index -> the step stages whose memory it is
+        self.memory_of = {}
+        for st in self.steps:
+            if st.memory is not None:
+                self.memory_of.setdefault(st.memory, []).append(st)
         self.observations = [Observation(n) for n in prog.observes]
         self.interp = Interpreter(self, prog, self.compiler)
         self.init_code = self.interp.code[prog.init]
@@ -165,7 +175,7 @@ class Simulator(PoolSim):
             return SharedStage(self, i, st.name, st.index, k.capacity.value)
         if type(k) is ir.Ps:
             return Ps(self, i, st.name, st.index, self.compiler.expr(k.capacity))
-        raise RunError("serq cannot simulate step stages yet (stage `%s`)" % st.name)
+        return Step(self, i, st.name, st.index, k, self.compiler)
 
     def query(self, fun):
         pq = self.pool_query(fun)
@@ -436,11 +446,19 @@ class Simulator(PoolSim):
             self.pool_pass()
             if not ready:
                 break
-        if self.changed:
-            changed = self.changed
+        if self.steps or self.changed:
+            # Stages in declaration order: a step stage with work and no
+            # running iteration plans one, unless another event is due at
+            # this instant; a ps stage whose job set changed reschedules.
+            changed = set(self.changed)
             self.changed = []
-            for st in sorted(set(changed), key=lambda x: x.index):
-                st.reschedule()
+            quiet = not self.heap or self.heap[0][0] > self.now
+            for st in self.stages:
+                if st.kind == "step":
+                    if quiet and st.running is None and st.pending():
+                        st.attempt()
+                elif st in changed:
+                    st.reschedule()
         if self.flows_dirty:
             self.flows_dirty = False
             self.flows.recompute()
@@ -524,6 +542,8 @@ class Simulator(PoolSim):
                                "measurement interval" % (fmt(end), fmt(prog.warmup)))
         self.read_gauges()
         self.end = end
+        for st in self.steps:
+            st.close(end)
         self.now = end
         for c in self.claims:
             if c.kind == "AtEnd" and c.out_of_scope is None and self.live == 0:

@@ -183,19 +183,32 @@ class PoolSim(object):
 
     def retry_growers(self, pool):
         while pool.growers:
-            s, run, i, need = pool.growers[0]
+            entry = pool.growers[0]
+            s, run, i, need = entry[:4]
             if not self.try_grow(run, i, need):
                 return
             pool.growers.pop(0)
+            if len(entry) == 5:
+                entry[4].stalled = False  # a step resident: it gets tokens again
+                continue
             s.cancel = None
             self.make_ready(s)
 
     def choose_victim(self, p):
-        """Among the sessions holding ``p`` in a scope, in holder order: the
-        smallest preempt key, ties to the later candidate."""
+        """The smallest preempt key among the candidates, ties to the later
+        one.  The candidates: for the memory of step stages, the sessions
+        resident there, by latest admission; otherwise the sessions holding
+        ``p`` in a scope, in holder order."""
         cands = []
         seen = set()
-        for h in p.holders:
+        stages = self.memory_of.get(p.index)
+        if stages:
+            jobs = [j for st in stages for j in st.residents]
+            jobs.sort(key=lambda j: j.session.root().admission)
+            holders = [j.session for j in jobs]
+        else:
+            holders = p.holders
+        for h in holders:
             if id(h) in seen:
                 continue
             seen.add(id(h))
@@ -207,7 +220,8 @@ class PoolSim(object):
         for place, (vs, run, i) in enumerate(cands):
             ctx.a = vs.a
             ctx.admission = float(place)
-            ctx.decoding = 0.0
+            job = vs.step_job
+            ctx.decoding = 1.0 if job is not None and not job.gone and job.decode else 0.0
             ctx.position = run.pos[i]
             key = [total_key(f(ctx)) for f in p.preempt_keys]
             if best is None or key <= best_key:
@@ -238,6 +252,12 @@ class PoolSim(object):
         if self.warm:
             p.admission.preemption_times.append(self.now)
         tail = p.decl.preempt_tail
+        job = vs.step_job
+        if job is not None and not job.gone:
+            for st in self.memory_of.get(p.index, ()):
+                if job in st.residents:
+                    st.preempted_now = True
+            vs.root().itl_preempted = True
         if vs is current:
             raise Preempted(vrun, tail)
         if vs.cancel is not None:
@@ -247,6 +267,61 @@ class PoolSim(object):
             vs.gen.throw(Preempted(vrun, tail))
         except StopIteration:
             self.finish(vs)
+
+    # ---------------------------------------------------------- step stages
+
+    def admit_for(self, stage):
+        """One admission for a step stage from the pools it admits (in
+        declaration order, the first with a waiting hold); the admitted
+        session runs at once.  False when nothing was admitted."""
+        for p in stage.admits:
+            if not p.queue:
+                continue
+            w = self.select(p)
+            if not self.try_admit(w):
+                return False
+            s = w.run.session
+            if self.ready and self.ready[-1] is s:
+                self.ready.pop()
+            self.step(s)
+            return True
+        return False
+
+    def grow_for_step(self, stage, job, run, i, extra):
+        """Growth of a `growing` resident before it gets tokens: "ok",
+        "stalled" (no room, no preemption: it waits as a grower) or "self"
+        (it preempted itself)."""
+        p = run.pools[i]
+        need = round_up(run.alloc[i] + extra, p.block) - run.alloc[i]
+        if need <= EPS:
+            return "ok"
+        s = job.session
+        while not self.try_grow(run, i, need):
+            victim = None if p.preempt_keys is None else self.choose_victim(p)
+            if victim is None:
+                job.stalled = True
+                entry = (s, run, i, need, job)
+                p.growers.append(entry)
+                return "stalled"
+            vs, vrun = victim
+            self.preempt(p, vs, vrun, current=None)
+            if vs is s or job.gone:
+                return "self"
+        return "ok"
+
+    def token(self, session, stage, decode):
+        """A token of ``session``'s turn ends on ``stage``: the gap since the
+        turn's previous token is an inter-token latency (after warm-up)."""
+        root = session.root()
+        turn = root.a[self.prog.slots[2]]
+        last = root.itl
+        now = self.now
+        nxt = last is not None and last[0] == turn and (
+            decode or last[2] or (root.itl_preempted and last[3] is stage))
+        if nxt and self.warm:
+            stage.stats.itl.add(now - last[1])
+        root.itl = (turn, now, decode, stage)
+        root.itl_preempted = False
 
     # ---------------------------------------------------------------- leases
 

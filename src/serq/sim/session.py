@@ -24,7 +24,7 @@ WAIT = 0
 AGAIN = 1
 
 SET, OBSERVE, RUN, BRANCH, LOOP, CHOOSE, END, TURN, FORK, JOIN, HOLD, GROW, LOAD, RELEASE, \
-    DROP = range(15)
+    DROP, STEPRUN = range(16)
 
 MAX_STEPS = 1000000
 
@@ -39,7 +39,8 @@ class Session(object):
     __slots__ = ("serial", "a", "rng", "gen", "leg_of", "legs_live", "forks", "joining",
                  "steps", "ready_at", "ready_count", "turns", "trace_turns", "trace_next",
                  "alive", "holds", "leases", "legs", "waiting_in", "cancel", "waited",
-                 "admission", "preempt_memory", "ending")
+                 "admission", "preempt_memory", "ending", "step_job", "itl",
+                 "itl_preempted")
 
     def __init__(self, serial, attrs, rng, leg_of=None):
         self.serial = serial
@@ -66,6 +67,9 @@ class Session(object):
         self.admission = 0.0  # latest admission sequence number
         self.preempt_memory = {}  # pool index -> (position, counted stuck)
         self.ending = False  # the session's end is releasing what it holds
+        self.step_job = None
+        self.itl = None  # (turn, time, was decode, stage) of the session's last token
+        self.itl_preempted = False
 
     def root(self):
         return self.leg_of if self.leg_of is not None else self
@@ -93,8 +97,9 @@ class Interpreter(HoldOps):
         if t is ir.Observe:
             return (OBSERVE, st.obs, c.expr(st.value), loc)
         if t is ir.Run:
-            if st.mode != "Plain" or st.growing is not None:
-                raise NotImplementedError("serq cannot run step stages yet")
+            if st.mode != "Plain":
+                return (STEPRUN, c.member(st.stage), c.expr(st.work), st.mode == "Decode",
+                        None if st.growing is None else c.member(st.growing), loc)
             also = [c.member(r) for r in st.also]
             return (RUN, c.member(st.stage), c.expr(st.work), also, loc)
         if t is ir.Branch:
@@ -183,6 +188,20 @@ class Interpreter(HoldOps):
             elif k == JOIN:
                 if s.legs_live:
                     s.joining = True
+                    yield WAIT
+            elif k == STEPRUN:
+                work = op[2](s)
+                if work != work or work < -1e-9:
+                    raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
+                                    "or seconds" % fmt(work))
+                if work <= 1e-9:
+                    yield AGAIN
+                else:
+                    grow = None
+                    if op[4] is not None:
+                        run, i = self.innermost(s, op[4](s), op, "growing")
+                        grow = (run, i) if run is not None else None
+                    sim.stages[op[1](s)].submit_step(s, op[3], work, grow)
                     yield WAIT
             elif k == HOLD:
                 yield from self.run_hold(s, op)

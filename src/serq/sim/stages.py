@@ -20,7 +20,8 @@ EPS = 1e-9
 
 
 class StageStats(object):
-    __slots__ = ("number", "util", "completed", "wait", "service")
+    __slots__ = ("number", "util", "completed", "wait", "service", "prefill_only",
+                 "decode_only", "mixed", "decodes", "decode_batch", "decode_step", "itl")
 
     def __init__(self, now):
         self.number = TimeAverage(now)
@@ -28,6 +29,9 @@ class StageStats(object):
         self.completed = 0
         self.wait = Welford()
         self.service = Welford()
+        # step stages only (sim/step.py)
+        self.prefill_only = self.decode_only = self.mixed = self.decodes = None
+        self.decode_batch = self.decode_step = self.itl = None
 
 
 class Stage(object):
