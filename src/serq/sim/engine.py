@@ -90,13 +90,13 @@ class ClaimState(object):
     def read(self, sim, ctx):
         self.checked += 1
         v = self.expr(ctx)
+        if v == 0.0:
+            self.failures += 1
         if self.kind == "SomeIteration":
             if v != 0.0 and self.first is None:
-                self.first = sim.now
-        elif v == 0.0:
-            self.failures += 1
-            if self.first is None:
-                self.first = sim.now
+                self.first = sim.now  # the first witness
+        elif v == 0.0 and self.first is None:
+            self.first = sim.now  # the first failure
 
 
 class VictimContext(object):
@@ -188,6 +188,8 @@ class Simulator(PoolSim):
             return lambda m, x: stages[m].busy()
         if fun == "Work":
             return lambda m, x: stages[m].work_left(self.now)
+        if fun == "BudgetLeft":
+            return lambda m, x: stages[m].budget_left()
         if fun == "EstLambda":
             return lambda m, x: stages[m].est.lam()
         if fun == "EstRho":

@@ -267,6 +267,13 @@ class Step(Stage):
             if ntok > 0:
                 raise RunError("stage `%s`: an iteration of %s tokens costs %s; an iteration "
                                "takes time" % (self.name, fmt(ntok), fmt(cost)))
+        if sim.claims:
+            ctx.demand = self.demand(C)
+            ctx.served = self.served_total
+            ctx.arrived = float(sim.arrived)
+            for c in sim.claims:
+                if c.stage == self.index and c.out_of_scope is None:
+                    c.read(sim, ctx)
         self.served_total += ntok
         self.iterations += 1
         self.running = assigned
@@ -277,6 +284,28 @@ class Step(Stage):
             self.stats.decode_batch.add(ndec)
             self.stats.decode_step.add(cost)
         sim.schedule(sim.now + cost, self.iteration_end, None)
+
+    def demand(self, chunk):
+        """What the residents want: a token per decode, a chunk per prefill."""
+        total = 0.0
+        for j in self.residents:
+            if j.decode:
+                total += min(1.0, j.remaining)
+            else:
+                total += j.remaining if chunk == 0 else min(chunk, j.remaining)
+        return total
+
+    def budget_left(self):
+        """``budget_left(S)``: during an admission S plans, the budget left
+        for it; otherwise the budget now less what the residents want."""
+        if self.planning_left is not None:
+            return self.planning_left
+        ctx = self.ctx
+        ctx.a = None
+        self.totals(ctx, self.residents)
+        b = self.budget(ctx)
+        c = self.chunk(ctx)
+        return max(0.0, b - self.demand(c))
 
     def serving_order(self):
         if not self.serve_keys:
