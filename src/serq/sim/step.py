@@ -33,6 +33,76 @@ class StepJob(object):
         self.stalled = False
 
 
+class Plan(object):
+    """An iteration being planned: the budget B and chunk C read once, what
+    is left, the tokens given so far, who was served."""
+
+    def __init__(self, stage, B, C):
+        self.stage = stage
+        self.B = B
+        self.C = C
+        self.left = B
+        self.served = set()
+        self.assigned = []  # [job, tokens]
+        self.refused = False  # a granule refused a prefill: no more admission
+        self.attention = 0.0
+        self.admitted = 0
+        self.prefill_at_start = any(not j.decode for j in stage.residents)
+
+    def preempted(self):
+        return 1.0 if self.stage.preempted_now else 0.0
+
+    def give(self, job, exclusive):
+        """Give ``job`` its tokens: "given", "skip", or "self" (it preempted
+        itself growing its memory)."""
+        stage = self.stage
+        if job.decode:
+            if exclusive and self.prefill_at_start:
+                return "skip"
+            want = min(1.0, job.remaining)
+        else:
+            want = job.remaining if self.C == 0 else min(self.C, job.remaining)
+        available = self.B if (exclusive and not job.decode) else self.left
+        tokens = min(want, available)
+        if not job.decode and stage.granule is not None and tokens < job.remaining:
+            g = stage.granule
+            tokens = 0.0 if g == INF else math.floor(tokens / g) * g
+            if tokens <= 0:
+                self.refused = True
+                return "skip"
+        if tokens <= 0:
+            return "skip"
+        if job.grow is not None:
+            if job.stalled:
+                return "skip"
+            run, i = job.grow
+            extra = run.pos[i] + tokens - run.alloc[i]
+            if extra > EPS:
+                outcome = stage.sim.grow_for_step(stage, job, run, i, extra)
+                # residents given tokens and preempted meanwhile give them back
+                kept = []
+                for aj, at in self.assigned:
+                    if aj.gone:
+                        self.left += at
+                    else:
+                        kept.append([aj, at])
+                self.assigned = kept
+                if outcome == "stalled":
+                    return "skip"
+                if outcome == "self":
+                    return "self"
+            if not job.decode:
+                self.attention += tokens * (run.pos[i] + tokens / 2.0)
+        elif not job.decode:
+            self.attention += tokens * tokens / 2.0
+        if exclusive and not job.decode:
+            self.assigned = []
+            self.left = self.B
+        self.assigned.append([job, tokens])
+        self.left -= tokens
+        return "given"
+
+
 class StepContext(object):
     """What budget, chunk, cost, serve keys and iteration bodies read."""
     __slots__ = ("a", "rng", "nres", "ndec", "kvb", "kvp", "ntok", "npre", "attn",
@@ -63,9 +133,8 @@ class Step(Stage):
         self.serve_keys = [] if self.exclusive else [c.expr(k) for k in spec.serve]
         self.memory = spec.memory
         self.body = spec.iteration
-        if self.body is not None:
-            raise RunError("serq cannot run step stages with an `iteration` body yet "
-                           "(stage `%s`)" % name)
+        self.compiler = compiler
+        self.compiled_cache = {}
         self.residents = []
         self.running = None  # the assignment of the running iteration
         self.ctx = StepContext(sim.machine_rng)
@@ -152,86 +221,21 @@ class Step(Stage):
     # ------------------------------------------------------------- planning
 
     def attempt(self):
-        """Plan an iteration (the default procedure)."""
+        """Plan an iteration (the default procedure, or the stage's
+        ``iteration`` body) and start it, if it schedules anything."""
         sim = self.sim
         ctx = self.ctx
         ctx.a = None
         ctx.rng = sim.machine_rng
         self.totals(ctx, self.residents)
-        B = self.budget(ctx)
-        C = self.chunk(ctx)
-        left = B
-        served = set()
-        assigned = []  # [job, tokens]
+        plan = Plan(self, self.budget(ctx), self.chunk(ctx))
         self.preempted_now = False
-        refused = False
-        prefill_at_start = any(not j.decode for j in self.residents)
-        admitted = 0
-        attention = 0.0
-        while True:
-            order = self.serving_order()
-            job = None
-            for j in order:
-                if id(j) not in served:
-                    job = j
-                    break
-            if job is None:
-                if left > 0 and not self.preempted_now and not refused and self.admits:
-                    self.planning_left = B if self.exclusive else left
-                    got = sim.admit_for(self)
-                    self.planning_left = None
-                    if got:
-                        admitted += 1
-                        continue
-                break
-            served.add(id(job))
-            if job.decode:
-                want = min(1.0, job.remaining)
-                if self.exclusive and prefill_at_start:
-                    continue
-            else:
-                want = job.remaining if C == 0 else min(C, job.remaining)
-            available = B if (self.exclusive and not job.decode) else left
-            tokens = min(want, available)
-            if not job.decode and self.granule is not None and tokens < job.remaining:
-                g = self.granule
-                tokens = 0.0 if g == INF else math.floor(tokens / g) * g
-                if tokens <= 0:
-                    refused = True
-                    continue
-            if tokens <= 0:
-                continue
-            if job.grow is not None:
-                if job.stalled:
-                    continue
-                run, i = job.grow
-                extra = run.pos[i] + tokens - run.alloc[i]
-                if extra > EPS:
-                    outcome = sim.grow_for_step(self, job, run, i, extra)
-                    # residents given tokens and preempted meanwhile give them back
-                    kept = []
-                    for aj, at in assigned:
-                        if aj.gone:
-                            left += at
-                        else:
-                            kept.append([aj, at])
-                    assigned = kept
-                    if outcome == "stalled":
-                        continue
-                    if outcome == "self":
-                        break
-                pos = run.pos[i]
-                attention += tokens * (pos + tokens / 2.0) if not job.decode else 0.0
-            elif not job.decode:
-                attention += tokens * tokens / 2.0
-            if self.exclusive and not job.decode:
-                assigned = []
-                left = B
-            assigned.append([job, tokens])
-            left -= tokens
-            if left <= 0 or (self.exclusive and not job.decode):
-                break
-        assigned = [(j, t) for j, t in assigned if not j.gone]
+        if self.body is None:
+            self.plan_default(plan)
+        else:
+            saved = list(sim.registers)
+            self.run_body(plan, self.body)
+        assigned = [(j, t) for j, t in plan.assigned if not j.gone]
         for j, t in assigned:
             if j.grow is not None:
                 run, i = j.grow
@@ -239,8 +243,155 @@ class Step(Stage):
                 run.grown[i] = True
         if not assigned and not self.preempted_now:
             self.idle_with_work = self.pending()
+            if self.body is not None and not plan.admitted:
+                sim.registers[:] = saved  # an attempt that did nothing undoes its sets
             return
         self.idle_with_work = False
+        self.start(plan, assigned)
+
+    def plan_default(self, plan):
+        """Serve the residents in order while the budget lasts; when every
+        resident has been served, admit one waiting hold and go on."""
+        sim = self.sim
+        while True:
+            job = None
+            for j in self.serving_order():
+                if id(j) not in plan.served:
+                    job = j
+                    break
+            if job is None:
+                if plan.left > 0 and not self.preempted_now and not plan.refused and \
+                        self.admits:
+                    self.planning_left = plan.B if self.exclusive else plan.left
+                    got = sim.admit_for(self)
+                    self.planning_left = None
+                    if got:
+                        plan.admitted += 1
+                        continue
+                break
+            plan.served.add(id(job))
+            outcome = plan.give(job, self.exclusive)
+            if outcome == "self":
+                break
+            if outcome == "given" and (plan.left <= 0 or (self.exclusive and not job.decode)):
+                break
+
+    def run_body(self, plan, body):
+        """An explicit ``iteration { … }``: each statement once, in order."""
+        sim = self.sim
+        for st in body:
+            t = type(st).__name__
+            if t == "IServe":
+                self.body_serve(plan, st)
+            elif t == "IAdmit":
+                self.body_admit(plan, st)
+            elif t == "IBranch":
+                g = self.plan_read(plan, st.test)
+                if g == 1.0:
+                    self.run_body(plan, st.then)
+                elif g == 0.0:
+                    self.run_body(plan, st.other)
+                else:
+                    raise RunError("stage `%s`: an iteration body's test read %s; a test is 1 "
+                                   "or 0" % (self.name, fmt(g)))
+            else:
+                v = self.plan_read(plan, st.value)
+                if v != v or v in (INF, -INF):
+                    raise RunError("stage `%s`: `set` of a register to %s; a register is a "
+                                   "finite number" % (self.name, fmt(v)))
+                sim.registers[st.register] = v
+
+    def plan_ctx(self, plan):
+        ctx = self.ctx
+        ctx.a = None
+        self.totals(ctx, self.residents)
+        ntok = npre = 0.0
+        for j, t in plan.assigned:
+            ntok += t
+            if not j.decode:
+                npre += t
+        ctx.ntok = ntok
+        ctx.npre = npre
+        ctx.admitted = float(plan.admitted)
+        ctx.preempted = float(plan.preempted())
+        return ctx
+
+    def plan_read(self, plan, f):
+        return self.compiled(f)(self.plan_ctx(plan))
+
+    def compiled(self, e):
+        f = self.compiled_cache.get(id(e))
+        if f is None:
+            f = self.compiler.expr(e)
+            self.compiled_cache[id(e)] = f
+        return f
+
+    def excluded(self, only, job):
+        """``only (p)`` read for one resident (Serve moment)."""
+        if only is None:
+            return False
+        ctx = self.ctx
+        self.totals(ctx, self.residents)
+        ctx.a = job.session.a
+        ctx.decoding = 1.0 if job.decode else 0.0
+        ctx.admission = float(job.session.root().admission)
+        ctx.remaining = job.remaining
+        v = self.compiled(only)(ctx)
+        ctx.a = None
+        return v == 0.0
+
+    def body_serve(self, plan, st):
+        keys = None if st.by is None else [self.compiled(k) for k in st.by]
+        skipped = set()
+        while plan.left > 0:
+            job = None
+            for j in self.serving_order(keys):
+                if id(j) in plan.served or id(j) in skipped:
+                    continue
+                if self.excluded(st.only, j):
+                    skipped.add(id(j))
+                    continue
+                job = j
+                break
+            if job is None:
+                return
+            plan.served.add(id(job))
+            if plan.give(job, False) == "self":
+                return
+
+    def body_admit(self, plan, st):
+        sim = self.sim
+        while plan.left > 0 and not plan.refused:
+            if st.gate is not None:
+                g = self.plan_read(plan, st.gate)
+                if g == 0.0:
+                    return
+                if g != 1.0:
+                    raise RunError("stage `%s`: `admit … while (g)` read %s; a test is 1 or 0"
+                                   % (self.name, fmt(g)))
+            before = set(id(j) for j in self.residents)
+            self.planning_left = plan.left
+            got = sim.admit_for(self)
+            self.planning_left = None
+            if not got:
+                return
+            plan.admitted += 1
+            for j in list(self.residents):
+                if id(j) in before or id(j) in plan.served:
+                    continue
+                if self.excluded(st.only, j):
+                    continue
+                plan.served.add(id(j))
+                outcome = plan.give(j, False)
+                if outcome == "self" or plan.refused:
+                    return
+
+    def start(self, plan, assigned):
+        """Steps 6 of the iteration: the cost, the claims, the event."""
+        sim = self.sim
+        ctx = self.ctx
+        ctx.a = None
+        attention = plan.attention
         ntok = npre = ndec = 0.0
         for j, t in assigned:
             ntok += t
@@ -261,6 +412,7 @@ class Step(Stage):
                 kvp += self.memory_of(j.session)
         ctx.kvb = kvb
         ctx.kvp = kvp
+        C = plan.C
         cost = self.cost(ctx)
         if not cost > 0.0:
             cost = 0.0
@@ -307,8 +459,12 @@ class Step(Stage):
         c = self.chunk(ctx)
         return max(0.0, b - self.demand(c))
 
-    def serving_order(self):
-        if not self.serve_keys:
+    def serving_order(self, keys=None):
+        """The residents in serving order: by the keys (the stage's `serve`
+        order unless a body's `serve by` gives its own), stable, else in
+        admission order."""
+        keys = self.serve_keys if keys is None else keys
+        if not keys:
             return list(self.residents)
         ctx = self.ctx
         self.totals(ctx, self.residents)
@@ -318,7 +474,7 @@ class Step(Stage):
             ctx.decoding = 1.0 if j.decode else 0.0
             ctx.admission = float(j.session.root().admission)
             ctx.remaining = j.remaining
-            keyed.append(([total_key(f(ctx)) for f in self.serve_keys], n, j))
+            keyed.append(([total_key(f(ctx)) for f in keys], n, j))
         ctx.a = None
         keyed.sort(key=lambda x: (x[0], x[1]))
         return [j for _, _, j in keyed]
