@@ -90,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
                    "after the report")
     r.add_argument("--dump", metavar="DIR", help="write samples and gauges as CSV files")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--trace-iterations", metavar="FILE",
+                   help="write one line per step iteration to FILE (`-`: stderr)")
     r.add_argument("--check-invariants", action="store_true",
                    help="check every pool invariant after every event (slower)")
     overrides(r, True)
@@ -175,11 +177,23 @@ def _cmd_run(args) -> int:
                          "write `--extended`")
     prog = _load(args)
     progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
+    trace_out = None
+    if args.trace_iterations == "-":
+        trace_out = sys.stderr
+        progress = None
+    elif args.trace_iterations:
+        try:
+            trace_out = open(args.trace_iterations, "w")
+        except OSError as e:
+            raise UsageError("cannot write %s: %s" % (args.trace_iterations, e.strerror or e))
+    tracer = None if trace_out is None else (lambda line: trace_out.write(line + "\n"))
     try:
-        sim = simulate(prog, progress, args.check_invariants)
+        sim = simulate(prog, progress, args.check_invariants, tracer)
     finally:
         if progress is not None:
             progress.close()
+        if trace_out is not None and trace_out is not sys.stderr:
+            trace_out.close()
     report = build_report(sim)
     if args.dump:
         try:

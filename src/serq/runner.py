@@ -7,9 +7,47 @@ from .sim.engine import Simulator
 from .tracefile import read_trace
 
 
-def simulate(program: ir.Program, progress=None, check_invariants=False) -> Simulator:
+def simulate(program: ir.Program, progress=None, check_invariants=False,
+             trace_iterations=None) -> Simulator:
+    """Run ``program``; ``trace_iterations(line)`` receives one line per step
+    iteration (see ``iteration_line``)."""
     trace = read_trace(trace_path(program)) if program.trace is not None else None
-    return Simulator(program, trace, check_invariants).run(progress)
+    sim = Simulator(program, trace, check_invariants)
+    if trace_iterations is not None:
+        sim.trace_iterations = lambda st, plan, assigned, cost: trace_iterations(
+            iteration_line(sim, st, plan, assigned, cost))
+    return sim.run(progress)
+
+
+def iteration_line(sim, stage, plan, assigned, cost) -> str:
+    """One step iteration as a line:
+
+        <time> <stage> res=<residents> pre=<tokens>/<jobs> dec=<tokens>/<jobs>
+            adm=<admitted> pmt=<preempted> cost=<cost> | <serial>:<turn>:<p|d><tokens> …
+
+    time is when the iteration starts; res counts the residents after its
+    admissions; pre and dec give the tokens and the jobs of each mode; adm the
+    holds admitted while planning it, pmt the residents preempted; the list
+    names each job served: its session, the session's turn, the mode and
+    the tokens."""
+    from .sim.exprs import fmt
+    pre_t = pre_n = dec_t = dec_n = 0
+    jobs = []
+    slot = sim.prog.slots[2]
+    for j, t in assigned:
+        if j.decode:
+            dec_t += t
+            dec_n += 1
+        else:
+            pre_t += t
+            pre_n += 1
+        root = j.session.root()
+        jobs.append("%d:%d:%s%s" % (root.serial, int(root.a[slot]), "d" if j.decode else "p",
+                                     fmt(t)))
+    name = stage.name if stage.member is None else "%s[%d]" % (stage.name, stage.member)
+    return "%s %s res=%d pre=%s/%d dec=%s/%d adm=%d pmt=%d cost=%s | %s" % (
+        fmt(sim.now), name, len(stage.residents), fmt(pre_t), pre_n, fmt(dec_t), dec_n,
+        plan.admitted, stage.preempt_count, fmt(cost), " ".join(jobs))
 
 
 def run_program(program: ir.Program, check_invariants=False) -> Report:

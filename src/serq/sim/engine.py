@@ -113,6 +113,9 @@ class Simulator(PoolSim):
     def __init__(self, prog: ir.Program, trace=None, check_invariants=False):
         self.prog = prog
         self.check_invariants = check_invariants
+        # A callback (stage, plan, assigned, cost) per iteration started, for
+        # `serq run --trace-iterations`.
+        self.trace_iterations = None
         self.now = 0.0
         self.heap = []
         self.seq = 0

@@ -257,6 +257,7 @@ class PoolSim(object):
             for st in self.memory_of.get(p.index, ()):
                 if job in st.residents:
                     st.preempted_now = True
+                    st.preempt_count += 1
             vs.root().itl_preempted = True
         if vs is current:
             raise Preempted(vrun, tail)

@@ -230,6 +230,7 @@ class Step(Stage):
         self.totals(ctx, self.residents)
         plan = Plan(self, self.budget(ctx), self.chunk(ctx))
         self.preempted_now = False
+        self.preempt_count = 0
         if self.body is None:
             self.plan_default(plan)
         else:
@@ -435,6 +436,8 @@ class Step(Stage):
         if sim.warm and ndec > 0:
             self.stats.decode_batch.add(ndec)
             self.stats.decode_step.add(cost)
+        if sim.trace_iterations is not None:
+            sim.trace_iterations(self, plan, assigned, cost)
         sim.schedule(sim.now + cost, self.iteration_end, None)
 
     def demand(self, chunk):
@@ -525,5 +528,6 @@ class Step(Stage):
         for avg in (st.prefill_only, st.decode_only, st.mixed, st.decodes):
             avg.restart(now)
 
+    preempt_count = 0
     running_kind = (False, False)
     running_decodes = 0.0
