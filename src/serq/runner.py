@@ -52,3 +52,22 @@ def iteration_line(sim, stage, plan, assigned, cost) -> str:
 
 def run_program(program: ir.Program, check_invariants=False) -> Report:
     return build_report(simulate(program, check_invariants=check_invariants))
+
+
+def reference_iteration_line(sim, stage, assigned) -> str:
+    """The line serQ 0.1.3 prints for an iteration under ``SERQ_TRACE_ITER``
+    (``ITER <time> <serial>:<turn>:<p|d><tokens> … | used U cached C``, the
+    stage's memory pool in blocks), for comparing schedules with it."""
+    from .sim.exprs import fmt
+    slot = sim.prog.slots[2]
+    jobs = []
+    for j, t in assigned:
+        root = j.session.root()
+        jobs.append("%d:%d:%s%s" % (root.serial, int(root.a[slot]), "d" if j.decode else "p",
+                                     fmt(t)))
+    used = cached = 0.0
+    if stage.memory is not None:
+        p = sim.pools[stage.memory]
+        b = p.block or 1.0
+        used, cached = p.used / b, p.cached / b
+    return "ITER %.4f %s | used %s cached %s" % (sim.now, " ".join(jobs), fmt(used), fmt(cached))
