@@ -189,7 +189,12 @@ class PoolSim(object):
                 return
             pool.growers.pop(0)
             if len(entry) == 5:
-                entry[4].stalled = False  # a step resident: it gets tokens again
+                # A step resident gets tokens again.  As in 0.1.3, its
+                # position advances by the growth it waited for, although
+                # those tokens were never served (feature map §12, item 11).
+                job = entry[4]
+                job.stalled = False
+                run.pos[i] += job.pending
                 continue
             s.cancel = None
             self.make_ready(s)
@@ -301,6 +306,7 @@ class PoolSim(object):
             victim = None if p.preempt_keys is None else self.choose_victim(p)
             if victim is None:
                 job.stalled = True
+                job.pending = extra
                 entry = (s, run, i, need, job)
                 p.growers.append(entry)
                 return "stalled"

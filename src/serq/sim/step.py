@@ -21,7 +21,8 @@ INF = math.inf
 
 class StepJob(object):
     """A resident: one `run E prefill|decode (n) [growing P]` of a session."""
-    __slots__ = ("session", "decode", "remaining", "grow", "arrived", "gone", "stalled")
+    __slots__ = ("session", "decode", "remaining", "grow", "arrived", "gone", "stalled",
+                 "pending")
 
     def __init__(self, session, decode, work, grow, now):
         self.session = session
@@ -31,6 +32,7 @@ class StepJob(object):
         self.arrived = now
         self.gone = False
         self.stalled = False
+        self.pending = 0.0  # the growth a stalled resident waits for
 
 
 class Plan(object):
