@@ -248,11 +248,14 @@ class PoolSim(object):
         vs.a[self.prog.slots[8]] = pos
         mem = vs.root().preempt_memory
         last = mem.get(p.index)
-        if last is not None and pos <= last[0] + EPS and not last[1]:
-            p.stats.stuck += 1
-            mem[p.index] = (pos, True)
-        elif last is None or pos > last[0] + EPS:
+        if last is None:
             mem[p.index] = (pos, False)
+        elif pos <= last[0] + EPS:
+            if not last[1]:
+                p.stats.stuck += 1  # counted once, until the memory is cleared
+                mem[p.index] = (last[0], True)
+        else:
+            mem[p.index] = (pos, last[1])
         p.stats.preemptions += 1
         if self.warm:
             p.admission.preemption_times.append(self.now)
