@@ -329,10 +329,6 @@ def test_over_cap_for_a_state_dependent_demand():
     assert (rep.arrivals, rep.ended) == (2, 1)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "serq bug: over_cap.need is the block-rounded demand (12) where 0.1.3 reports "
-    "the demand as the header evaluates it, max(units, reserve) = 9 "
-    "(sim/poolsim.py over_cap returns round_up(need) instead of need)"))
 def test_over_cap_need_is_the_unrounded_demand():
     # pyserq 0.1.3 judges the demand after block rounding (12 > 10) but
     # reports need = 0 + 9 = 9, unrounded (checked with reserve too: need =

@@ -38,12 +38,10 @@ from serq.sim.pools import Pool, round_down, round_up
 
 EPS = 1e-6
 
-# serq bug (see test_dead_entry_spill_*): a spilled piece of a dead entry
-# (what `reuse` leaves behind) replaces the session's own entry in the tier
-# without taking its units out of the tier's total.  Until it is fixed, the
-# random machines do not make dead entries where a pool spills; set this to
-# True to let them.
-DEAD_SPILLS_OK = False
+# The random machines also make dead entries (what `reuse` leaves behind)
+# where a pool spills (see test_dead_entry_spill_*: spilled pieces of a dead
+# entry once broke the tier's accounting).
+DEAD_SPILLS_OK = True
 
 
 def pool_ok(p, label, blocks=True):
@@ -561,14 +559,7 @@ session {
 run { horizon 10; }
 """
 
-DEAD_SPILL_REASON = (
-    "serq bug: Pool.receive_spill makes a new tier entry for every piece of a dead "
-    "entry, replacing the session's entry there without taking its units out of "
-    "`cached` (tier: cached 4 but the entries hold 2); 0.1.3 also does not give a "
-    "dead entry's pieces to the session (cachedin(tier) reads 0, serq 2)")
 
-
-@pytest.mark.xfail(strict=True, reason=DEAD_SPILL_REASON)
 def test_dead_entry_spill_keeps_the_tier_accounting():
     # 0 keeps 4 in kv at t=1; hold (0) reuse (0) leaves all 4 as a dead
     # entry.  t=2: 1 holds 12, the dead entry goes in two blocks, each
@@ -579,7 +570,6 @@ def test_dead_entry_spill_keeps_the_tier_accounting():
     assert sum(e.units for e in tier.entries.values()) + sum(e.units for e in tier.dead) == 4
 
 
-@pytest.mark.xfail(strict=True, reason=DEAD_SPILL_REASON)
 def test_dead_entry_spill_matches_the_reference():
     pyserq = pytest.importorskip("pyserq")
     from serq.report.jsonfmt import report_json
@@ -588,7 +578,6 @@ def test_dead_entry_spill_matches_the_reference():
         pyserq.run(pyserq.compile(source=DEAD_SPILL)).json()
 
 
-@pytest.mark.xfail(strict=True, reason=DEAD_SPILL_REASON)
 def test_dead_entry_spill_pool_level():
     # the same, on the Pool object: a dead entry of 4 spills two blocks
     sim = StubSim()

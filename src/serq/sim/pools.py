@@ -121,6 +121,7 @@ class Pool(object):
         self.growers = []  # stalled grows, in stall order
         self.holders = []  # holder list (sessions), the 0.1.3 quirk
         self.reserved = 0.0  # outstanding reservations (reserve held)
+        self.spilled_dead = {}  # a dead entry elsewhere -> its pieces here
         self.stats = PoolStats()
         self.admission = AdmissionStats()
         self.blocked = False  # the head holds back a hold that fits (last settle)
@@ -269,14 +270,24 @@ class Pool(object):
                 return
         sim = self.sim
         sim.release_seq += 1
-        mine = self.entries.get(e.serial) if not e.dead else None
-        if mine is None:
-            self.entries[e.serial] = CacheEntry(e.serial, piece, sim.now, sim.release_seq,
-                                                e.snapshot, e.session)
+        if e.dead:
+            # A dead entry's pieces stay no session's in the tier: they gather
+            # in one dead entry there (0.1.3: `cachedin` of the tier reads 0).
+            mine = self.spilled_dead.get(e)
+            if mine is None or mine not in self.dead:
+                mine = CacheEntry(e.serial, 0.0, sim.now, sim.release_seq, e.snapshot, None,
+                                  dead=True)
+                self.dead.append(mine)
+                self.spilled_dead[e] = mine
         else:
-            mine.units += piece
-            mine.released = sim.now
-            mine.seq = sim.release_seq
+            mine = self.entries.get(e.serial)
+            if mine is None:
+                mine = CacheEntry(e.serial, 0.0, sim.now, sim.release_seq, e.snapshot,
+                                  e.session)
+                self.entries[e.serial] = mine
+        mine.units += piece
+        mine.released = sim.now
+        mine.seq = sim.release_seq
         self.cached += piece
 
     # ------------------------------------------------------------- holders

@@ -470,7 +470,7 @@ class PoolSim(object):
             if p not in run.pools:
                 continue
             units, needs = self.header(run)
-            need = round_up(needs[run.pools.index(p)], p.block)
-            if need > p.cap + EPS:
-                return (self.pool_label(q), need)
+            need = needs[run.pools.index(p)]
+            if round_up(need, p.block) > p.cap + EPS:
+                return (self.pool_label(q), need)  # the demand as the header reads it
         return None
