@@ -121,6 +121,8 @@ def test_spill_divergence_is_only_the_tier_cap(name, tmp_path):
 def test_report_matches_live_reference(path):
     pyserq = pytest.importorskip("pyserq")
     kwargs = header_kwargs(path.read_text())
+    if path.parent.name == "steps" and path.stem in STEP_PENDING:
+        pytest.xfail("step engine differs from 0.1.3: " + STEP_PENDING[path.stem])
     kwargs["seed"] = 424242
     with in_dir(path.parent):
         expected = pyserq.run(pyserq.compile(path=path.name, **kwargs)).json()
