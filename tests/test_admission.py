@@ -307,23 +307,4 @@ def test_example_runs_like_the_reference(policy):
         assert row.mean_reserved == 0
     pyserq = pytest.importorskip("pyserq")
     ref = pyserq.run(pyserq.compile(path, horizon=150, warmup=30)).json()
-    # `stuck` aside (see the next test), the report is the reference's
-    assert _unstuck(report_json(rep)) == _unstuck(ref)
-
-
-def _unstuck(text):
-    return re.sub(r'"stuck":\d+', '"stuck":_', text)
-
-
-@pytest.mark.xfail(strict=True, reason="serq counts a session stuck again after it "
-                   "progressed past its stuck position; 0.1.3 counts it once until the "
-                   "pool's preemption memory is cleared (reported, src/serq/sim is not ours)")
-def test_current_need_stuck_like_the_reference():
-    # session 581 at seed 1: preempted at position 139 (t=136.797), at 0
-    # (t=136.804: stuck), at 139 (t=137.036), at 0 again (t=137.045):
-    # serq counts 2, 0.1.3 one.
-    pyserq = pytest.importorskip("pyserq")
-    path = str(EXAMPLES / "current_need.sq")
-    sim = simulate(compile_program(path, horizon=150, warmup=30))
-    ref = json.loads(pyserq.run(pyserq.compile(path, horizon=150, warmup=30)).json())
-    assert sim.pools[0].stats.stuck == ref["pools"][0]["stuck"]
+    assert report_json(rep) == ref

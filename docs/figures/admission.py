@@ -55,7 +55,7 @@ def table(results):
              "| blocked time | mean reserved (tokens) | preemptions | storm (in 5.4 s) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for policy, label in POLICIES:
-        for r in results:
+        for r in sorted(results, key=lambda r: r["rate"]):
             if r["policy"] == policy and r["shift"] is None:
                 lines.append("| %s | %g | %.2f | %.1f | %.1f | %.3f | %.0f | %d | %d |" % (
                     label, r["rate"], r["throughput"], r["response"], r["p99"],
