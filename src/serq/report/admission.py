@@ -11,7 +11,8 @@ module summarizes over the measured interval ``[warmup, end]``:
   that fits (time average of a 0/1 signal);
 * ``mean_reserved``: time-average units reserved but not yet allocated
   (``reserve held``: the reserve the pool carries for growth it promised);
-* ``preemptions`` and ``preemption_times``: every preemption after warm-up;
+* ``preemptions`` and ``preemption_times``: every preemption after warm-up
+  (the reference's pool ``preemptions`` counts the warm-up's too);
 * the **storm indicator**: ``storm_peak`` is the largest number of
   preemptions inside any window of width ``storm_window`` (1 % of the
   measured interval), and ``storm_at`` the start of the first such window
