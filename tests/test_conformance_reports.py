@@ -46,6 +46,10 @@ STEP_PENDING = {
         "events at seeds 10000019 and 987654321001: after an iteration that preempted, serq "
         "admits a newcomer through admit via one iteration before 0.1.3, which first "
         "re-admits the victim",
+    "serve_admission_value_det":
+        "events 8 vs 7: `admission` in a serve key is the session's latest admission sequence "
+        "from 0 in 0.1.3 (about 1.8e19 for a session that never held a pool); serq counts from "
+        "1 and reads 0 without a hold",
     "vllm_poisson":
         "events at seed 10000019: after an iteration that preempted, serq admits newcomers "
         "through admit via one iteration before 0.1.3, which first re-admits the victim",
