@@ -124,7 +124,8 @@ class Pool(object):
         self.spilled_dead = {}  # a dead entry elsewhere -> its pieces here
         self.stats = PoolStats()
         self.admission = AdmissionStats()
-        self.blocked = False  # the head holds back a hold that fits (last settle)
+        self.blocked = False  # the head holds back a hold that fits (last attempt)
+        self.blocked_key = None  # what the pool looked like at the last scan
         c = compiler
         self.evict_keys = None if decl.evict is None else [c.expr(k) for k in decl.evict]
         self.queue_keys = None if decl.queue is None else [c.expr(k) for k in decl.queue]

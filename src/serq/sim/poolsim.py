@@ -76,7 +76,14 @@ class PoolSim(object):
                    for p, need in zip(run.pools, needs))
 
     def held_back(self, pool, head):
-        """Head-of-line blocking: some hold behind ``head`` would fit now."""
+        """Head-of-line blocking: some hold behind ``head`` would fit now.
+        Scanning the queue is the costly part, so it is redone only when the
+        pool's allocation, reservations or queue have changed since the last
+        scan (a header that reads other state is read at those moments)."""
+        key = (pool.used, pool.reserved, len(pool.queue), id(head))
+        if pool.blocked_key == key:
+            return pool.blocked
+        pool.blocked_key = key
         return any(w is not head and self.fits(w.run) for w in pool.queue)
 
     def header(self, run):
@@ -288,7 +295,11 @@ class PoolSim(object):
                 continue
             w = self.select(p)
             if not self.try_admit(w):
+                p.blocked = self.held_back(p, w)
+                if p.blocked and self.warm:
+                    p.admission.blocked_attempts += 1
                 return False
+            p.blocked = False
             s = w.run.session
             if self.ready and self.ready[-1] is s:
                 self.ready.pop()
