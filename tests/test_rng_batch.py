@@ -1,0 +1,173 @@
+"""Batched stream setup (serq.sim.rng.substreams, StatementStreams, ...):
+every batched stream draws exactly what the one-by-one stream draws."""
+import importlib.util
+import os
+import random
+
+import pytest
+
+from serq.sim import rng as R
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location(
+    "make_rng_oracle", os.path.join(HERE, "fixtures", "make_rng_oracle.py"))
+oracle = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(oracle)
+
+M64 = (1 << 64) - 1
+_g = random.Random(0x5E51)
+SEEDS = [0, 1, 2, 2 ** 32 - 1, 2 ** 63, M64 - 1, M64] + [_g.getrandbits(64) for _ in range(6)]
+# (a, b, c) corners: serials near 0 and near wrap-around of the mixing sum.
+FIRSTS = [0, 1, 1000, 2 ** 32 - 3, M64 - 300]
+
+
+@pytest.fixture(params=["rows", "scalar"])
+def implementation(request):
+    previous = R.use_implementation(request.param)
+    yield request.param
+    R.use_implementation(previous)
+
+
+def _draws(rng, number, n):
+    return oracle.run_ops(rng, oracle.ops_script(number, n))
+
+
+def _state(rng):
+    """What a fresh batched stream holds once its first block is there."""
+    rng.next_u32()
+    return rng.seed, tuple(rng._key), tuple(rng._buf)
+
+
+def test_wide_batch_matches_scalar_pieces():
+    """Seeds, keys and first blocks lane by lane, every batch size."""
+    for k in (1, 2, 3, 5, 16, 33, 64, 256):
+        for seed, first, b, c in [(SEEDS[k % len(SEEDS)], FIRSTS[k % len(FIRSTS)], 0, 2),
+                                  (M64, M64 - k // 2, 7, 1), (0, 0, 0, 0)]:
+            seeds, keys, words = R._wide_batch(seed, first, k, b, c)
+            assert len(seeds) == k and len(keys) == 8 * k and len(words) == 16 * k
+            for j in range(k):
+                s = R.substream_seed(seed, first + j, b, c)
+                key = R.seed_key(s)
+                assert seeds[j] == s, (k, j)
+                assert keys[j::k] == key, (k, j)
+                assert list(words[j::k]) == R.chacha12_block(key, 0), (k, j)
+
+
+def test_substreams_state_matches(implementation):
+    for seed in SEEDS:
+        for first in FIRSTS:
+            for count in (1, 3, 4, 17, 300):
+                got = R.substreams(seed, first, count, 0, R.STATEMENT_KIND)
+                assert len(got) == count
+                for j in (0, 1, count // 2, count - 1):
+                    if j < count:
+                        ref = R.statement_stream(seed, first + j)
+                        assert _state(got[j]) == _state(ref), (seed, first, count, j)
+
+
+def test_statement_and_workload_streams_draw_the_same(implementation):
+    """Every draw method, long mixed scripts crossing many refills."""
+    for i, seed in enumerate(SEEDS):
+        first = FIRSTS[i % len(FIRSTS)]
+        batched = R.statement_streams(seed, first, 40)
+        work = R.workload_streams(seed, first, 40)
+        work2 = R.workload_streams(seed, first, 40, turns_taken=3)
+        for j in range(0, 40, 7):
+            n = 600 if j == 0 else 60
+            number = 100 * i + j
+            assert _draws(batched[j], number, n) == _draws(R.statement_stream(seed, first + j), number, n)
+            assert _draws(work[j], number, n) == _draws(R.workload_stream(seed, first + j, 0), number, n)
+            assert _draws(work2[j], number, n) == _draws(R.workload_stream(seed, first + j, 3), number, n)
+
+
+def test_each_draw_method_from_a_fresh_batched_stream(implementation):
+    """The first draw of each kind, then an odd alignment straddling the
+    first block's end and the first four-block refill."""
+    seed = SEEDS[9]
+    streams = R.statement_streams(seed, 5, 64)
+    methods = [("next_u32", ()), ("next_u64", ()), ("random_f64", ()),
+               ("range_u32", (3, 1000)), ("range_u64", (0, 2 ** 64 - 2)),
+               ("range_f64", (-2.5, 7.0))]
+    for j, rng in enumerate(streams):
+        ref = R.statement_stream(seed, 5 + j)
+        name, args = methods[j % len(methods)]
+        assert getattr(rng, name)(*args) == getattr(ref, name)(*args)
+        rng.next_u32()
+        ref.next_u32()
+        assert [rng.next_u64() for _ in range(100)] == [ref.next_u64() for _ in range(100)]
+        assert [rng.random_f64() for _ in range(50)] == [ref.random_f64() for _ in range(50)]
+        assert rng.seed == ref.seed
+        assert repr(rng) == repr(ref)
+
+
+def test_statement_streams_get_in_order_and_not(implementation):
+    seed = SEEDS[8]
+    src = R.StatementStreams(seed)
+    wsrc = R.WorkloadStreams(seed)
+    serials = list(range(700)) + [3, 699, 5000, 5001, 2, 10 ** 6]
+    for serial in serials:
+        rng = src.get(serial)
+        ref = R.statement_stream(seed, serial)
+        assert [rng.random_f64() for _ in range(9)] == [ref.random_f64() for _ in range(9)], serial
+        w = wsrc.get(serial)
+        wref = R.workload_stream(seed, serial, 0)
+        assert w.next_u64() == wref.next_u64(), serial
+    # a stream asked twice is a fresh one each time
+    a, b = src.get(10), src.get(10)
+    assert a is not b
+    assert a.random_f64() == b.random_f64()
+
+
+def test_batches_grow_to_the_maximum():
+    previous = R.use_implementation("rows")
+    try:
+        src = R.StatementStreams(1)
+        sizes = []
+        for serial in range(2000):
+            src.get(serial)
+            if src._first == serial:
+                sizes.append(src._k)
+        assert sizes[0] == R.BATCH_FIRST
+        assert max(sizes) == R.BATCH_MAX
+        assert sizes == sorted(sizes)
+        assert sum(sizes) >= 2000
+    finally:
+        R.use_implementation(previous)
+
+
+def test_live_batched_against_pyserq(implementation):
+    pyserq = pytest.importorskip("pyserq")
+    for seed in SEEDS[:6]:
+        streams = R.statement_streams(seed, 0, 50)
+        src = R.WorkloadStreams(seed)
+        for j in (0, 1, 17, 49):
+            ours = streams[j]
+            theirs = pyserq.Rng(R.substream_seed(seed, j, 0, R.STATEMENT_KIND))
+            ops = oracle.ops_script(7000 + j, 300)
+            assert oracle.run_ops(ours, ops) == oracle.run_ops(theirs, ops), (seed, j)
+            w = src.get(j)
+            wt = pyserq.Rng(R.substream_seed(seed, j, 0, R.WORKLOAD_KIND))
+            assert [w.random_f64() for _ in range(40)] == [wt.random_f64() for _ in range(40)]
+
+
+def test_probes_with_batched_streams_match_fixture(monkeypatch, implementation):
+    """The probes' models (serQ programs whose samples pyserq recorded in
+    tests/fixtures/rng_oracle.json) with every session stream taken from
+    ``StatementStreams``/``WorkloadStreams``: the same samples."""
+    import json
+    with open(oracle.FIXTURE) as f:
+        recorded = json.load(f)["probes"]
+    sources = {}
+
+    def statement_stream(seed, serial):
+        return sources.setdefault(("s", seed), R.StatementStreams(seed)).get(serial)
+
+    def workload_stream(seed, serial, turns_taken):
+        key = ("w", seed, turns_taken)
+        return sources.setdefault(key, R.WorkloadStreams(seed, turns_taken)).get(serial)
+
+    monkeypatch.setattr(R, "statement_stream", statement_stream)
+    monkeypatch.setattr(R, "workload_stream", workload_stream)
+    for name in sorted(oracle.PROBES):
+        assert oracle.probe_digest(oracle.PROBES[name][2]()) == recorded[name], name
+    assert sources, "the models did not use the batched streams"
