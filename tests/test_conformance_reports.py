@@ -31,28 +31,15 @@ SPILL_OVERFLOW = {"evict_draws", "spill_block_det", "spill_tier"}
 # from the reference's: pending fixes in src/serq/sim/step.py, each with the
 # first differing field at seed 1.
 STEP_PENDING = {
-    "admit_via_exclusive_det":
-        "observes.body.mean 8 vs 5: under serve exclusive prefill, budget_left(E) in the body "
-        "of a hold the engine admits is the budget minus the residents' decode demand in 0.1.3 "
-        "(surprise 34); serq gives the whole budget",
-    "fork_agents_det":
-        "stages.eng.mean_itl: 0.1.3 keeps one token stream per fork leg (the parent's stream "
-        "runs on across the fork and join), serq merges the legs' tokens into the session's turn",
-    "fork_agents_growing":
-        "stages.eng.mean_service (float's last digit, then the run): two fork legs of one "
-        "session resident at once are served in another order (0.1.3: the older leg's decode "
-        "before the newer leg's prefill)",
-    "multiturn_cache_growing":
-        "events at seeds 10000019 and 987654321001: after an iteration that preempted, serq "
-        "admits a newcomer through admit via one iteration before 0.1.3, which first "
-        "re-admits the victim",
-    "serve_admission_value_det":
-        "events 8 vs 7: `admission` in a serve key is the session's latest admission sequence "
-        "from 0 in 0.1.3 (about 1.8e19 for a session that never held a pool); serq counts from "
-        "1 and reads 0 without a hold",
-    "vllm_poisson":
-        "events at seed 10000019: after an iteration that preempted, serq admits newcomers "
-        "through admit via one iteration before 0.1.3, which first re-admits the victim",
+    # (program, seed) -> why serq differs from 0.1.3 there
+    ("multiturn_cache_growing", 10000019):
+        "a preempted hold re-admitted through `admit via` whose prefill is then 0 "
+        "tokens (its prefix is cached): serq admits it in the next iteration, 0.1.3 one "
+        "iteration later (trace at t = 8.1717)",
+    ("multiturn_cache_growing", 987654321001): "as at seed 10000019",
+    ("vllm_poisson", 10000019):
+        "after an iteration that preempted, serq admits through `admit via` one iteration "
+        "before 0.1.3 (trace at t = 3.7416); same cause as multiturn_cache_growing",
 }
 
 
@@ -84,8 +71,8 @@ def close(a, b):
 def test_report_is_byte_identical(path, seed):
     if path.stem in SPILL_OVERFLOW:
         pytest.skip("spills overflow the tier in 0.1.3 (a listed divergence)")
-    if path.parent.name == "steps" and path.stem in STEP_PENDING:
-        pytest.xfail("step engine differs from 0.1.3: " + STEP_PENDING[path.stem])
+    if (path.stem, seed) in STEP_PENDING:
+        pytest.xfail("step engine differs from 0.1.3: " + STEP_PENDING[(path.stem, seed)])
     expected = (PROGRAMS / "reports" / path.parent.name /
                 ("%s.%d.json" % (path.stem, seed))).read_text().rstrip("\n")
     got = serq_report(path, seed)
@@ -125,8 +112,6 @@ def test_spill_divergence_is_only_the_tier_cap(name, tmp_path):
 def test_report_matches_live_reference(path):
     pyserq = pytest.importorskip("pyserq")
     kwargs = header_kwargs(path.read_text())
-    if path.parent.name == "steps" and path.stem in STEP_PENDING:
-        pytest.xfail("step engine differs from 0.1.3: " + STEP_PENDING[path.stem])
     kwargs["seed"] = 424242
     with in_dir(path.parent):
         expected = pyserq.run(pyserq.compile(path=path.name, **kwargs)).json()

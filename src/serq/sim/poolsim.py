@@ -137,8 +137,8 @@ class PoolSim(object):
         s.a[self.prog.slots[0]] = consumed
         if self.warm:
             pool0.stats.wait.add(self.now - w.since)
+        s.admission = float(self.admission_seq)  # the leg (or session) admitted
         self.admission_seq += 1
-        root.admission = self.admission_seq
         self.make_ready(s)
         return True
 
@@ -216,7 +216,7 @@ class PoolSim(object):
         stages = self.memory_of.get(p.index)
         if stages:
             jobs = [j for st in stages for j in st.residents]
-            jobs.sort(key=lambda j: j.session.root().admission)
+            jobs.sort(key=lambda j: j.session.admission)
             holders = [j.session for j in jobs]
         else:
             holders = p.holders
@@ -273,7 +273,7 @@ class PoolSim(object):
                 if job in st.residents:
                     st.preempted_now = True
                     st.preempt_count += 1
-            vs.root().itl_preempted = True
+            vs.itl_preempted = True
         if vs is current:
             raise Preempted(vrun, tail)
         if vs.cancel is not None:
@@ -300,6 +300,8 @@ class PoolSim(object):
                     p.admission.blocked_attempts += 1
                 return False
             p.blocked = False
+            if stage.body_left is not None:
+                stage.planning_left = stage.body_left
             s = w.run.session
             if self.ready and self.ready[-1] is s:
                 self.ready.pop()
@@ -333,16 +335,17 @@ class PoolSim(object):
     def token(self, session, stage, decode):
         """A token of ``session``'s turn ends on ``stage``: the gap since the
         turn's previous token is an inter-token latency (after warm-up)."""
-        root = session.root()
-        turn = root.a[self.prog.slots[2]]
-        last = root.itl
+        # Each fork leg has a token stream of its own; the session's runs on
+        # across its forks and joins.
+        turn = session.a[self.prog.slots[2]]
+        last = session.itl
         now = self.now
         nxt = last is not None and last[0] == turn and (
-            decode or last[2] or (root.itl_preempted and last[3] is stage))
+            decode or last[2] or (session.itl_preempted and last[3] is stage))
         if nxt and self.warm:
             stage.stats.itl.add(now - last[1])
-        root.itl = (turn, now, decode, stage)
-        root.itl_preempted = False
+        session.itl = (turn, now, decode, stage)
+        session.itl_preempted = False
 
     # ---------------------------------------------------------------- leases
 

@@ -23,6 +23,8 @@ from .holds import HoldOps
 WAIT = 0
 AGAIN = 1
 
+NEVER_ADMITTED = float(2 ** 64 - 1)
+
 SET, OBSERVE, RUN, BRANCH, LOOP, CHOOSE, END, TURN, FORK, JOIN, HOLD, GROW, LOAD, RELEASE, \
     DROP, STEPRUN = range(16)
 
@@ -64,7 +66,9 @@ class Session(object):
         self.waiting_in = None  # the pool whose queue the session waits in
         self.cancel = None  # undoes the wait the session is blocked in
         self.waited = 0.0
-        self.admission = 0.0  # latest admission sequence number
+        # Latest admission sequence number (from 0); before any, u64::MAX as
+        # 0.1.3 reads it, so a session that never held a pool orders last.
+        self.admission = NEVER_ADMITTED
         self.preempt_memory = {}  # pool index -> (position, counted stuck)
         self.ending = False  # the session's end is releasing what it holds
         self.step_job = None

@@ -145,6 +145,7 @@ class Step(Stage):
         self.idle_with_work = False
         self.preempted_now = False
         self.planning_left = None  # budget left, while planning an admission
+        self.body_left = None  # what an admitted hold's body reads, if not that
         self.admits = []  # pools this stage admits (set by the simulator)
         st = self.stats
         st.prefill_only = IntervalAverage()
@@ -173,9 +174,9 @@ class Step(Stage):
     def submit_step(self, session, decode, work, grow):
         now = self.sim.now
         job = StepJob(session, decode, work, grow, now)
-        adm = session.root().admission
+        adm = session.admission
         i = len(self.residents)
-        while i > 0 and self.residents[i - 1].session.root().admission > adm:
+        while i > 0 and self.residents[i - 1].session.admission > adm:
             i -= 1
         self.residents.insert(i, job)
         session.cancel = lambda: self.withdraw(job)
@@ -265,9 +266,12 @@ class Step(Stage):
             if job is None:
                 if plan.left > 0 and not self.preempted_now and not plan.refused and \
                         self.admits:
+                    # Under exclusive prefill the header sees the whole budget
+                    # and the admitted body what the decodes left (0.1.3).
                     self.planning_left = plan.B if self.exclusive else plan.left
+                    self.body_left = plan.left
                     got = sim.admit_for(self)
-                    self.planning_left = None
+                    self.planning_left = self.body_left = None
                     if got:
                         plan.admitted += 1
                         continue
@@ -337,7 +341,7 @@ class Step(Stage):
         self.totals(ctx, self.residents)
         ctx.a = job.session.a
         ctx.decoding = 1.0 if job.decode else 0.0
-        ctx.admission = float(job.session.root().admission)
+        ctx.admission = float(job.session.admission)
         ctx.remaining = job.remaining
         v = self.compiled(only)(ctx)
         ctx.a = None
@@ -477,7 +481,7 @@ class Step(Stage):
         for n, j in enumerate(self.residents):
             ctx.a = j.session.a
             ctx.decoding = 1.0 if j.decode else 0.0
-            ctx.admission = float(j.session.root().admission)
+            ctx.admission = float(j.session.admission)
             ctx.remaining = j.remaining
             keyed.append(([total_key(f(ctx)) for f in keys], n, j))
         ctx.a = None
