@@ -171,3 +171,15 @@ def test_probes_with_batched_streams_match_fixture(monkeypatch, implementation):
     for name in sorted(oracle.PROBES):
         assert oracle.probe_digest(oracle.PROBES[name][2]()) == recorded[name], name
     assert sources, "the models did not use the batched streams"
+
+
+def test_machine_integer_seeding_matches():
+    """The signed 64-bit seeding used on PyPy (emulated elsewhere)."""
+    for seed in SEEDS:
+        assert R._seed_key_s64(seed) == R.seed_key(seed), seed
+        for a, b, c in [(0, 0, 2), (1, 0, 1), (2 ** 40, 3, 1), (M64, 0, 2), (2 ** 64 + 5, 1, 3)]:
+            expected = R.seed_key(R.substream_seed(seed, a, b, c))
+            assert R._sub_key_s64(seed, a, b, c) == expected, (seed, a, b, c)
+    for v in (0, 1, 2 ** 63 - 1, 2 ** 63, M64, -1, -(2 ** 63), 2 ** 64, 3 * 2 ** 64 + 7):
+        s = R._as_s64(v)
+        assert -(2 ** 63) <= s < 2 ** 63 and (s - v) % (2 ** 64) == 0, v

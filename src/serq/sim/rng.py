@@ -140,6 +140,79 @@ def _seed_key_fast(s, A=_PCG_MUL, C=_PCG_INC, M=_M64, W=_M32):
     return (k0, k1, k2, k3, k4, k5, k6, k7)
 
 
+# Seeding on machine integers (PyPy).  PyPy's ints are 64-bit signed machine
+# words until a result overflows; u64 arithmetic with ``& _M64`` keeps them
+# as slow big integers.  The same steps on signed 64-bit values with PyPy's
+# wrapping operations (``__pypy__.intop``) give the same bits at machine
+# speed.  Elsewhere the operations are emulated (for the tests).
+
+_MAX_S64 = (1 << 63) - 1
+
+
+def _as_s64(v):
+    """The signed 64-bit integer with the bits of ``v`` modulo 2**64."""
+    if 0 <= v <= _MAX_S64:
+        return v
+    v &= _M64
+    return int(v - (1 << 64)) if v > _MAX_S64 else int(v)
+
+
+try:
+    from __pypy__ import intop as _intop
+except ImportError:
+    _intop = None
+
+if _intop is not None:
+    _wrap_add = _intop.int_add
+    _wrap_mul = _intop.int_mul
+    _ushr = _intop.uint_rshift
+else:
+    def _wrap_add(a, b):
+        return _as_s64(a + b)
+
+    def _wrap_mul(a, b):
+        return _as_s64(a * b)
+
+    def _ushr(a, n):
+        return (a & _M64) >> n
+
+
+def _key_s64(s, add=_wrap_add, mul=_wrap_mul, shr=_ushr, W=_M32):
+    """``seed_key`` of the seed whose signed 64-bit form is ``s``."""
+    A = _as_s64(_PCG_MUL)
+    C = _as_s64(_PCG_INC)
+    key = []
+    for _ in (0, 1, 2, 3, 4, 5, 6, 7):
+        s = add(mul(s, A), C)
+        x = shr(shr(s, 18) ^ s, 27) & W
+        r = shr(s, 59)
+        # (32 - r) & 31: x << 32 would leave the machine integers when r is 0
+        key.append(((x >> r) | (x << ((32 - r) & 31))) & W)
+    return tuple(key)
+
+
+def _sub_key_s64(seed, a, b, c, add=_wrap_add, mul=_wrap_mul, shr=_ushr):
+    """``seed_key(substream_seed(seed, a, b, c))`` on signed 64-bit values."""
+    x = _as_s64(seed)
+    g = _as_s64(0x9E3779B97F4A7C15)
+    m1 = _as_s64(0xBF58476D1CE4E5B9)
+    m2 = _as_s64(0x94D049BB133111EB)
+    for v in (a, b, c):
+        x = add(add(x, g), _as_s64(v))
+        x = mul(x ^ shr(x, 30), m1)
+        x = mul(x ^ shr(x, 27), m2)
+        x ^= shr(x, 31)
+    return _key_s64(x)
+
+
+def _seed_key_s64(seed):
+    return _key_s64(_as_s64(seed))
+
+
+def _sub_key_rows(seed, a, b, c):
+    return _seed_key_fast(substream_seed(seed, a, b, c))
+
+
 # ---------------------------------------------------------------------------
 # ChaCha12 blocks: plain 32-bit version
 
@@ -376,8 +449,8 @@ def _next_counter(counter):
     Written without ``& _M64``: on PyPy, 2**64 - 1 is a big integer, and a
     result computed with one stays a (slow) big integer object even when it
     is small, which would make every later ChaCha operation slow.  For the
-    same reason the plain version derives keys with ``seed_key``, whose list
-    turns its words back into machine integers.
+    same reason the plain version derives keys on signed 64-bit machine
+    integers there (``_key_s64``).
     """
     counter += REFILL_BLOCKS
     if counter > _M64:
@@ -389,12 +462,17 @@ def use_implementation(name):
     """Select how blocks are computed: ``"rows"`` (wide integers, fastest on
     CPython) or ``"scalar"`` (32-bit words, for PyPy).  Results are the same;
     this exists for benchmarks and tests.  Returns the previous name."""
-    global _first_block, _refill, _seed_key, _IMPLEMENTATION
+    global _first_block, _refill, _seed_key, _sub_key, _IMPLEMENTATION
     previous = _IMPLEMENTATION
     if name == "rows":
-        _first_block, _refill, _seed_key = _first_block_rows, _refill_rows, _seed_key_fast
+        _first_block, _refill = _first_block_rows, _refill_rows
+        _seed_key, _sub_key = _seed_key_fast, _sub_key_rows
     elif name == "scalar":
-        _first_block, _refill, _seed_key = _first_block_scalar, _refill_scalar, seed_key
+        _first_block, _refill = _first_block_scalar, _refill_scalar
+        if _intop is not None:
+            _seed_key, _sub_key = _seed_key_s64, _sub_key_s64
+        else:
+            _seed_key, _sub_key = seed_key, _sub_key_rows
     else:
         raise ValueError("unknown implementation %r" % (name,))
     _IMPLEMENTATION = name
@@ -467,8 +545,9 @@ class Rng(object):
         if key is None:
             seed = self._seed
             if seed is None:
-                seed = self._seed = substream_seed(*self._sub)
-            key = self._key = _seed_key(seed)
+                key = self._key = _sub_key(*self._sub)
+            else:
+                key = self._key = _seed_key(seed)
             words = _first_block(key)
             self._counter = 1
         else:
