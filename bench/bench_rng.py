@@ -8,6 +8,9 @@ Prints, for each block implementation usable here (``rows`` on CPython,
 * stream setup: µs per ``substream(seed, serial, 0, 2)`` followed by its
   first ``random_f64`` (what a new session costs), and per ``substream``
   never drawn from;
+* batched stream setup: the same with ``StatementStreams(seed).get(serial)``
+  for serials in order (batches of up to ``BATCH_MAX``), and per stream of
+  ``statement_streams(seed, first, BATCH_MAX)``, each then drawn once;
   (pyserq also without the Python mixing: ``pyserq.Rng(seed)``);
 * throughput of a long stream: random_f64, next_u32, range_u32(0, 9),
   range_f64(0, 1), and ``dist.exp`` in millions of draws per second.
@@ -55,6 +58,26 @@ def setup_costs(make):
     return best(fresh_and_draw, n) * 1e6, best(fresh_only, n) * 1e6
 
 
+def batched_costs():
+    """µs per stream + first draw: ``StatementStreams.get``, ``statement_streams``."""
+    n = 4096 if QUICK else 32768
+    src = R.StatementStreams(SEED)
+    serial = [0]
+
+    def get_and_draw():
+        serial[0] += 1
+        src.get(serial[0]).random_f64()
+
+    k = R.BATCH_MAX
+
+    def batch_and_draw():
+        serial[0] += k
+        for rng in R.statement_streams(SEED, serial[0], k):
+            rng.random_f64()
+
+    return best(get_and_draw, n) * 1e6, best(batch_and_draw, max(1, n // k)) / k * 1e6
+
+
 def throughput(rng):
     """Millions of draws per second on one long stream."""
     n = 20000 if QUICK else 200000
@@ -72,10 +95,12 @@ def throughput(rng):
 def main():
     print("%s %s on %s" % (platform.python_implementation(), platform.python_version(), platform.machine()))
     results = {}
+    batched = {}
     impls = ["rows", "scalar"] if platform.python_implementation() == "CPython" else ["scalar", "rows"]
     for impl in impls:
         previous = R.use_implementation(impl)
         setup, idle = setup_costs(lambda s: R.substream(SEED, s, 0, 2))
+        batched[impl] = batched_costs()
         rates = throughput(R.Rng(SEED))
         R.use_implementation(previous)
         results[impl] = (setup, idle, rates)
@@ -86,6 +111,10 @@ def main():
         results["pyserq (no mix)"] = (setup, idle, [])
     for label, (setup, idle, rates) in results.items():
         print("%-16s setup+first f64 %8.2f us   unused stream %6.2f us" % (label, setup, idle))
+        if label in batched:
+            print("%-16s   batched: StatementStreams.get+first f64 %6.2f us, "
+                  "statement_streams(.., %d)+first f64 %6.2f us per stream"
+                  % ("", batched[label][0], R.BATCH_MAX, batched[label][1]))
         for name, rate in rates:
             print("%-16s   %-16s %8.3f M draws/s" % ("", name, rate))
     if pyserq is not None:
