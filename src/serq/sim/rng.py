@@ -739,7 +739,7 @@ _MIX2 = 0x94D049BB133111EB
 #: Largest batch (lanes per wide integer); ``StatementStreams`` starts with
 #: ``BATCH_FIRST`` and doubles up to it, so a short run computes few unused
 #: streams.
-BATCH_MAX = 256
+BATCH_MAX = 512
 BATCH_FIRST = 16
 #: ``substreams`` sets up fewer streams than this one by one.
 BATCH_MIN = 4
@@ -755,7 +755,7 @@ class _BatchShape(object):
 
     __slots__ = ("k", "ones128", "iota", "w64", "inc", "ones8", "m32x8",
                  "L", "H", "U16", "D16", "U12", "D12", "U8", "D8", "U7", "D7",
-                 "consts", "seeds", "words")
+                 "consts", "seeds", "keys", "words")
 
     def __init__(self, k):
         self.k = k
@@ -773,6 +773,7 @@ class _BatchShape(object):
             setattr(self, "D%d" % r, ones * ((1 << r) - 1))
         self.consts = (ones * _C0, ones * _C1, ones * _C2, ones * _C3)
         self.seeds = struct.Struct("<%dQ" % k).unpack
+        self.keys = struct.Struct("<%dI" % (8 * k)).unpack
         self.words = struct.Struct("<%dI" % (16 * k)).unpack
 
 
@@ -817,10 +818,10 @@ def _wide_keys(seed, first, b, c, sh):
         x = (x * _PCG_MUL + inc) & W
         words.append((((x >> 18) ^ x) >> 27).to_bytes(nbytes, "little"))
         rots.append((x >> 59).to_bytes(nbytes, "little"))
-    ones = sh.ones8
     t = int.from_bytes(memoryview(b"".join(words)).cast("Q")[::2].tobytes(), "little") & sh.m32x8
     r = int.from_bytes(memoryview(b"".join(rots)).cast("Q")[::2].tobytes(), "little")
     t |= t << 32
+    ones = sh.ones8
     for bit in (0, 1, 2, 3, 4):
         m = (r >> bit) & ones
         t ^= (t ^ (t >> (1 << bit))) & ((m << 64) - m)
@@ -928,7 +929,7 @@ def _wide_batch(seed, first, k, b, c):
     ``j < k``: flat tuples, word-major (a stream's key is ``keys[j::k]``)."""
     sh = _batch_shape(k)
     seeds, key_bytes = _wide_keys(seed, first, b, c, sh)
-    return seeds, struct.unpack("<%dI" % (8 * k), key_bytes), _wide_first_blocks(key_bytes, sh)
+    return seeds, sh.keys(key_bytes), _wide_first_blocks(key_bytes, sh)
 
 
 def _prepared(seed, key, words, _new=object.__new__):
@@ -994,7 +995,7 @@ class Substreams(object):
         self._size = BATCH_FIRST
         self._seeds = self._keys = self._words = ()
 
-    def get(self, a):
+    def get(self, a, _new=object.__new__):
         """A new generator for ``substream(seed, a, b, c)``."""
         j = a - self._first
         k = self._k
@@ -1003,7 +1004,15 @@ class Substreams(object):
                 return Rng._deferred((self.seed, a, self.b, self.c))
             k = self._fill(a)
             j = 0
-        return _prepared(self._seeds[j], self._keys[j::k], self._words[j::k])
+        # _prepared(...), inlined
+        r = _new(Rng)
+        r._seed = self._seeds[j]
+        r._sub = None
+        r._key = self._keys[j::k]
+        r._buf = self._words[j::k]
+        r._i = 0
+        r._counter = 1
+        return r
 
     def _fill(self, a):
         k = self._size
