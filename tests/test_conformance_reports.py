@@ -30,17 +30,7 @@ SPILL_OVERFLOW = {"evict_draws", "spill_block_det", "spill_tier"}
 # Step-engine programs (tests/programs/steps) where serq's report differs
 # from the reference's: pending fixes in src/serq/sim/step.py, each with the
 # first differing field at seed 1.
-STEP_PENDING = {
-    # (program, seed) -> why serq differs from 0.1.3 there
-    ("multiturn_cache_growing", 10000019):
-        "a preempted hold re-admitted through `admit via` whose prefill is then 0 "
-        "tokens (its prefix is cached): serq admits it in the next iteration, 0.1.3 one "
-        "iteration later (trace at t = 8.1717)",
-    ("multiturn_cache_growing", 987654321001): "as at seed 10000019",
-    ("vllm_poisson", 10000019):
-        "after an iteration that preempted, serq admits through `admit via` one iteration "
-        "before 0.1.3 (trace at t = 3.7416); same cause as multiturn_cache_growing",
-}
+STEP_PENDING = {}  # (program, seed) -> why serq differs from 0.1.3 there
 
 
 CASES = [(p, seed) for kind in ("valid", "sim", "pools", "steps")

@@ -255,14 +255,15 @@ class PoolSim(object):
         vs.a[self.prog.slots[8]] = pos
         mem = vs.root().preempt_memory
         last = mem.get(p.index)
-        if last is None:
-            mem[p.index] = (pos, False)
-        elif pos <= last[0] + EPS:
-            if not last[1]:
-                p.stats.stuck += 1  # counted once, until the memory is cleared
-                mem[p.index] = (last[0], True)
-        else:
-            mem[p.index] = (pos, last[1])
+        # Stuck: preempted again at a position not beyond the last preemption
+        # on this pool (that memory goes when a hold on it completes); each
+        # session counts at most once per pool.
+        root = vs.root()
+        if last is not None and pos <= last[0] + EPS:
+            if root.serial not in p.stuck_serials:
+                p.stuck_serials.add(root.serial)
+                p.stats.stuck += 1
+        mem[p.index] = (pos, False)
         p.stats.preemptions += 1
         if self.warm:
             p.admission.preemption_times.append(self.now)
@@ -303,9 +304,11 @@ class PoolSim(object):
             if stage.body_left is not None:
                 stage.planning_left = stage.body_left
             s = w.run.session
-            if self.ready and self.ready[-1] is s:
+            # The admitted session runs now until it blocks: a zero-time step
+            # (a run of no work) does not send it to the back of the queue.
+            while self.ready and self.ready[-1] is s:
                 self.ready.pop()
-            self.step(s)
+                self.step(s)
             return True
         return False
 

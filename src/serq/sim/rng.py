@@ -25,7 +25,11 @@ then four at a time, without changing any value.
 Which stream a simulation draw reads (section 7.3 of the feature map):
 ``arrival_stream`` (``seed``), ``machine_stream``, ``evict_stream``,
 ``trace_stream`` (``seed`` xor a constant) and, per session, ``substream``
-for the workload, statement and fork-leg streams.
+for the workload, statement and fork-leg streams.  The per-session streams of
+consecutive serials can be set up many at once, with the same draws:
+``statement_streams``/``workload_streams`` (lists), ``StatementStreams(seed)``
+and ``WorkloadStreams(seed)`` (``get(serial)``, batches filled ahead), all on
+``substreams``/``Substreams``; see "Batched setup of session streams" below.
 
 On CPython the blocks are computed with whole-row arithmetic on wide integers
 (the four columns of the ChaCha state packed into 64-bit lanes of one

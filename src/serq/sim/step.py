@@ -47,7 +47,7 @@ class Plan(object):
         self.served = set()
         self.assigned = []  # [job, tokens]
         self.refused = False  # a granule refused a prefill: no more admission
-        self.attention = 0.0
+        self.attention = {}  # id(job) -> its prefill chunk's attention term
         self.admitted = 0
         self.prefill_at_start = any(not j.decode for j in stage.residents)
 
@@ -94,9 +94,9 @@ class Plan(object):
                 if outcome == "self":
                     return "self"
             if not job.decode:
-                self.attention += tokens * (run.pos[i] + tokens / 2.0)
+                self.attention[id(job)] = tokens * (run.pos[i] + tokens / 2.0)
         elif not job.decode:
-            self.attention += tokens * tokens / 2.0
+            self.attention[id(job)] = tokens * tokens / 2.0
         if exclusive and not job.decode:
             self.assigned = []
             self.left = self.B
@@ -398,7 +398,12 @@ class Step(Stage):
         sim = self.sim
         ctx = self.ctx
         ctx.a = None
-        attention = plan.attention
+        # The attention term of the prefill chunks that are still assigned
+        # (a resident preempted after it was given tokens gives them back).
+        attention = 0.0
+        for j, t in assigned:
+            if not j.decode:
+                attention += plan.attention.get(id(j), 0.0)
         ntok = npre = ndec = 0.0
         for j, t in assigned:
             ntok += t
