@@ -44,9 +44,10 @@ COMPARED = [
 # changed for it here, so the byte comparison is an expected failure.
 DISAGREE = {
     "agent_subagents.sq": (
-        "fork legs of one session on a step engine: serq orders a leg's new "
-        "job by the session's latest admission, pyserq by the leg's own; "
-        "first differing field `events` (62150 vs 66699)"),
+        "fork legs of one session on a step engine: in `cost`, serq's "
+        "kv_decode counts a decoding leg's sibling legs' holds too (the whole "
+        "session's), pyserq only the leg's own; first differing field "
+        "`events` (62150 vs 66699)"),
 }
 
 
