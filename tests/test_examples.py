@@ -42,13 +42,8 @@ COMPARED = [
 
 # serq and pyserq disagree on this program (see the reason); serq is not
 # changed for it here, so the byte comparison is an expected failure.
-DISAGREE = {
-    "agent_subagents.sq": (
-        "fork legs of one session on a step engine: in `cost`, serq's "
-        "kv_decode counts a decoding leg's sibling legs' holds too (the whole "
-        "session's), pyserq only the leg's own; first differing field "
-        "`events` (62150 vs 66699)"),
-}
+# Examples whose report serq does not yet reproduce: name -> why.
+DISAGREE = {}
 
 
 @functools.lru_cache(maxsize=None)

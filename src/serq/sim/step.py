@@ -199,13 +199,11 @@ class Step(Stage):
         """Units all holds of ``session`` have in the stage's memory pool."""
         if self.memory is None:
             return 0.0
-        total = 0.0
-        root = session.root()
-        for s in [root] + list(root.legs):
-            for run in s.holds:
-                for i, p in enumerate(run.pools):
-                    if p.index == self.memory and not run.done[i]:
-                        total += run.alloc[i]
+        total = 0.0  # the holds of this leg (or session) only, as 0.1.3 reads them
+        for run in session.holds:
+            for i, p in enumerate(run.pools):
+                if p.index == self.memory and not run.done[i]:
+                    total += run.alloc[i]
         return total
 
     def totals(self, ctx, jobs):
