@@ -127,6 +127,9 @@ class Simulator(PoolSim):
         self.machine_rng = streams.machine_stream(prog.seed)
         self.trace_rng = streams.trace_stream(prog.seed)
         self.evict_rng = streams.evict_stream(prog.seed)
+        # Sessions arrive in serial order: their streams are set up in batches.
+        self.statement_streams = streams.StatementStreams(prog.seed)
+        self.init_streams = streams.WorkloadStreams(prog.seed)
         self.victim_ctx = VictimContext(self.machine_rng)
         self.registers = [r.init for r in prog.registers]
         self.trace = trace  # corpus: list of sessions, each a list of turns
@@ -298,7 +301,7 @@ class Simulator(PoolSim):
         serial = self.arrived
         self.arrived += 1
         self.live += 1
-        s = Session(serial, new_attrs(prog, serial), streams.statement_stream(self.seed, serial))
+        s = Session(serial, new_attrs(prog, serial), self.statement_streams.get(serial))
         self.roots[serial] = s
         if self.trace is not None:
             n = len(self.trace)
@@ -314,7 +317,8 @@ class Simulator(PoolSim):
 
     def run_workload_block(self, s, code, turns_taken):
         saved = s.rng
-        s.rng = streams.workload_stream(self.seed, s.serial, turns_taken)
+        s.rng = (self.init_streams.get(s.serial) if turns_taken == 0 else
+                 streams.workload_stream(self.seed, s.serial, turns_taken))
         try:
             for op in code:
                 if op[0] == 0:  # SET
