@@ -301,14 +301,16 @@ class PoolSim(object):
                     p.admission.blocked_attempts += 1
                 return False
             p.blocked = False
-            if stage.body_left is not None:
-                stage.planning_left = stage.body_left
+            # The body runs now; its budget_left is the budget now less what
+            # the residents want, not the planning's remainder (0.1.3).
+            saved, stage.planning_left = stage.planning_left, None
             s = w.run.session
             # The admitted session runs now until it blocks: a zero-time step
             # (a run of no work) does not send it to the back of the queue.
             while self.ready and self.ready[-1] is s:
                 self.ready.pop()
                 self.step(s)
+            stage.planning_left = saved
             return True
         return False
 

@@ -144,8 +144,7 @@ class Step(Stage):
         self.served_total = 0.0
         self.idle_with_work = False
         self.preempted_now = False
-        self.planning_left = None  # budget left, while planning an admission
-        self.body_left = None  # what an admitted hold's body reads, if not that
+        self.planning_left = None  # budget left, while an admission's header is read
         self.admits = []  # pools this stage admits (set by the simulator)
         st = self.stats
         st.prefill_only = IntervalAverage()
@@ -264,12 +263,12 @@ class Step(Stage):
             if job is None:
                 if plan.left > 0 and not self.preempted_now and not plan.refused and \
                         self.admits:
-                    # Under exclusive prefill the header sees the whole budget
-                    # and the admitted body what the decodes left (0.1.3).
+                    # The header reads what is left (the whole budget under
+                    # exclusive prefill); the admitted body reads budget_left
+                    # as anywhere else (sim.admit_for).
                     self.planning_left = plan.B if self.exclusive else plan.left
-                    self.body_left = plan.left
                     got = sim.admit_for(self)
-                    self.planning_left = self.body_left = None
+                    self.planning_left = None
                     if got:
                         plan.admitted += 1
                         continue
