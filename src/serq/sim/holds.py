@@ -181,7 +181,7 @@ class HoldOps(object):
         p.remove_holder(s)
         if not preempted:
             # A hold on the pool completes or is released: the stuck memory goes.
-            s.root().preempt_memory.pop(p.index, None)
+            s.preempt_memory.pop(p.index, None)
         if run.op[4] is not None:
             l = run.op[4](s)
             # `load` (or a growing run) on any pool of the hold makes every

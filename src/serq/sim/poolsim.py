@@ -253,15 +253,14 @@ class PoolSim(object):
         i = vrun.pools.index(p)
         pos = vrun.pos[i]
         vs.a[self.prog.slots[8]] = pos
-        mem = vs.root().preempt_memory
+        mem = vs.preempt_memory  # the leg's own (or the session's)
         last = mem.get(p.index)
         # Stuck: preempted again at a position not beyond the last preemption
         # on this pool (that memory goes when a hold on it completes); each
         # session counts at most once per pool.
-        root = vs.root()
         if last is not None and pos <= last[0] + EPS:
-            if root.serial not in p.stuck_serials:
-                p.stuck_serials.add(root.serial)
+            if vs not in p.stuck_sessions:
+                p.stuck_sessions.add(vs)
                 p.stats.stuck += 1
         mem[p.index] = (pos, False)
         p.stats.preemptions += 1
