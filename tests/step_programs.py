@@ -126,7 +126,6 @@ class Gen(object):
         return opts
 
     def body(self):
-        r = self.r
         lines = []
         if self.chance(0.6):
             self.regs.append("mode")

@@ -20,7 +20,6 @@ Two layers:
   stand-in simulator, and checks after each rule the invariant, the cache
   accounting against a model of its entries, and the eviction order.
 """
-import math
 from types import SimpleNamespace
 
 import pytest

@@ -4,7 +4,6 @@ Sources of truth: tests/fixtures/report_oracle.json (recorded by
 tests/fixtures/make_report_oracle.py, runs everywhere) and, when installed,
 pyserq itself on fresh programs (the ``live`` tests).
 """
-import math
 
 import pytest
 

@@ -12,7 +12,6 @@ pool's queue again.
 """
 import math
 
-from ..errors import RunError
 from ..ir import nodes as ir
 from .exprs import fmt
 from .pools import EPS, round_down, round_up
@@ -123,7 +122,6 @@ class HoldOps(object):
             seen.add(p.index)
         run = HoldRun(s, op, pools)
         self.reject_if_never_fits(s, op, run)
-        root = s.root()
         while True:
             run.waiting = sim.enqueue(pools[0], run, front=run.resumed)
             yield WAIT

@@ -12,13 +12,11 @@ simulator resumes the generator when the wait is over.  What is yielded:
 ``end;`` raises ``EndSession``; a block that runs out ends the session the
 same way.
 """
-import math
-
-from ..errors import RunError
 from ..ir import nodes as ir
 from . import rng as streams
 from .exprs import fmt
 from .holds import HoldOps
+from .pools import total_key
 
 WAIT = 0
 AGAIN = 1
@@ -233,13 +231,6 @@ class Interpreter(HoldOps):
                 best = key
                 best_j = float(j)
         a[slot] = best_j
-
-
-def total_key(v: float):
-    """Rust's ``total_cmp`` order for a float: NaN after +inf, -0 before +0."""
-    if v != v:
-        return (2, 0.0, 0)
-    return (1, v, 0 if math.copysign(1.0, v) < 0 else 1)
 
 
 def new_attrs(prog, serial):

@@ -382,7 +382,6 @@ class Flows(object):
     def withdraw(self, f):
         if self.flows.pop(f.id, None) is None:
             return
-        now = self.sim.now
         for st in f.stages:
             del st.flows[f.id]
             self.touched.add(st)

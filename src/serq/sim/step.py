@@ -12,7 +12,6 @@ import math
 from ..errors import RunError
 from ..report.stats import IntervalAverage, ItlHistogram, Welford
 from .exprs import fmt
-from .holds import Preempted
 from .pools import EPS, total_key
 from .stages import Stage
 
