@@ -370,6 +370,8 @@ class Simulator(PoolSim):
 
     def step(self, s):
         """Run a ready session until it blocks or ends."""
+        if not s.alive:
+            return  # ended while it was in the ready queue (a leg was refused)
         try:
             if next(s.gen) == AGAIN:
                 self.make_ready(s)
@@ -377,6 +379,7 @@ class Simulator(PoolSim):
             self.finish(s)
         except Rejected:
             self.finish(s)
+            s.alive = False
             if s.leg_of is not None and s.leg_of.alive:
                 self.force_end(s.leg_of)
 
