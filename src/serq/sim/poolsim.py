@@ -273,7 +273,7 @@ class PoolSim(object):
                 if job in st.residents:
                     st.preempted_now = True
                     st.preempt_count += 1
-            vs.itl_preempted = True
+                    vs.itl_preempted = st  # where the preemption took it from
         if vs is current:
             raise Preempted(vrun, tail)
         if vs.cancel is not None:
@@ -345,11 +345,11 @@ class PoolSim(object):
         last = session.itl
         now = self.now
         nxt = last is not None and last[0] == turn and (
-            decode or last[2] or (session.itl_preempted and last[3] is stage))
+            decode or last[2] or session.itl_preempted is last[3])
         if nxt and self.warm:
             stage.stats.itl.add(now - last[1])
         session.itl = (turn, now, decode, stage)
-        session.itl_preempted = False
+        session.itl_preempted = None
 
     # ---------------------------------------------------------------- leases
 

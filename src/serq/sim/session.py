@@ -71,7 +71,7 @@ class Session(object):
         self.ending = False  # the session's end is releasing what it holds
         self.step_job = None
         self.itl = None  # (turn, time, was decode, stage) of the session's last token
-        self.itl_preempted = False
+        self.itl_preempted = None  # the step stage a preemption last took it from
 
     def root(self):
         return self.leg_of if self.leg_of is not None else self
