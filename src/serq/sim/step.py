@@ -57,15 +57,19 @@ class Plan(object):
         """Give ``job`` its tokens: "given", "skip", or "self" (it preempted
         itself growing its memory)."""
         stage = self.stage
-        if job.decode:
+        # ``b if b < a else a`` is ``min(a, b)`` (the same operand on ties and NaN).
+        decode = job.decode
+        remaining = job.remaining
+        if decode:
             if exclusive and self.prefill_at_start:
                 return "skip"
-            want = min(1.0, job.remaining)
+            want = remaining if remaining < 1.0 else 1.0
         else:
-            want = job.remaining if self.C == 0 else min(self.C, job.remaining)
-        available = self.B if (exclusive and not job.decode) else self.left
-        tokens = min(want, available)
-        if not job.decode and stage.granule is not None and tokens < job.remaining:
+            C = self.C
+            want = remaining if (C == 0 or remaining < C) else C
+        available = self.B if (exclusive and not decode) else self.left
+        tokens = available if available < want else want
+        if not decode and stage.granule is not None and tokens < remaining:
             g = stage.granule
             tokens = 0.0 if g == INF else math.floor(tokens / g) * g
             if tokens <= 0:
@@ -137,6 +141,7 @@ class Step(Stage):
         self.compiler = compiler
         self.compiled_cache = {}
         self.residents = []
+        self.changes = 0  # count of insertions into / removals from residents
         self.running = None  # the assignment of the running iteration
         self.ctx = StepContext(sim.machine_rng)
         self.iterations = 0
@@ -177,6 +182,7 @@ class Step(Stage):
         while i > 0 and self.residents[i - 1].session.admission > adm:
             i -= 1
         self.residents.insert(i, job)
+        self.changes += 1
         session.cancel = lambda: self.withdraw(job)
         session.step_job = job
 
@@ -185,6 +191,7 @@ class Step(Stage):
         job.gone = True
         if job in self.residents:
             self.residents.remove(job)
+            self.changes += 1
         if self.running is not None:
             self.running = [(j, t) for j, t in self.running if j is not job]
 
@@ -195,13 +202,16 @@ class Step(Stage):
 
     def memory_of(self, session):
         """Units all holds of ``session`` have in the stage's memory pool."""
-        if self.memory is None:
+        memory = self.memory
+        if memory is None:
             return 0.0
         total = 0.0  # the holds of this leg (or session) only, as 0.1.3 reads them
         for run in session.holds:
-            for i, p in enumerate(run.pools):
-                if p.index == self.memory and not run.done[i]:
+            i = 0
+            for p in run.pools:
+                if p.index == memory and not run.done[i]:
                     total += run.alloc[i]
+                i += 1
         return total
 
     def totals(self, ctx, jobs):
@@ -253,12 +263,32 @@ class Step(Stage):
         """Serve the residents in order while the budget lasts; when every
         resident has been served, admit one waiting hold and go on."""
         sim = self.sim
+        served = plan.served
+        keyed = bool(self.serve_keys)
+        # Without serve keys the serving order is the residents list itself:
+        # everything before ``first`` is served, as long as the list has not
+        # changed (``self.changes``: an admission inserts, a preemption removes).
+        first = 0
+        changes = -1
         while True:
             job = None
-            for j in self.serving_order():
-                if id(j) not in plan.served:
-                    job = j
-                    break
+            if keyed:
+                for j in self.serving_order():
+                    if id(j) not in served:
+                        job = j
+                        break
+            else:
+                residents = self.residents
+                if changes != self.changes:
+                    changes = self.changes
+                    first = 0
+                n = len(residents)
+                while first < n:
+                    j = residents[first]
+                    if id(j) not in served:
+                        job = j
+                        break
+                    first += 1
             if job is None:
                 if plan.left > 0 and not self.preempted_now and not plan.refused and \
                         self.admits:
@@ -272,7 +302,7 @@ class Step(Stage):
                         plan.admitted += 1
                         continue
                 break
-            plan.served.add(id(job))
+            served.add(id(job))
             outcome = plan.give(job, self.exclusive)
             if outcome == "self":
                 break
@@ -507,6 +537,7 @@ class Step(Stage):
             if done:
                 j.gone = True
                 self.residents.remove(j)
+                self.changes += 1
                 job = [j.session, 0.0, j.arrived, j.arrived]
                 self.done_flow(job, now)
                 j.session.cancel = None
