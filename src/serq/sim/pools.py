@@ -9,10 +9,12 @@ from the entry with the smallest key.
 Amounts are floats compared with a tolerance of 1e-9, as in the reference.
 """
 import math
+from operator import attrgetter
 
 from ..report.stats import TimeAverage, Welford
 
 EPS = 1e-9
+_seq = attrgetter("seq")
 
 
 def round_up(x, block):
@@ -203,15 +205,22 @@ class Pool(object):
 
     def make_room(self, need):
         """Evict until ``used + cached + need <= cap``."""
+        # Under lru with no spill, nothing but this loop changes the entries:
+        # an entry partly evicted keeps the smallest key and stays the victim.
+        lru = self.evict_keys is None and self.spill is None
+        e = None
         while self.used + self.cached + need > self.cap + EPS and (self.entries or self.dead):
-            e = self.victim_entry()
+            if e is None or not lru or e.units <= EPS:
+                e = self.victim_entry()
             piece = min(self.block, e.units) if self.block else e.units
             self.evict(e, piece)
 
     def victim_entry(self):
         entries = list(self.entries.values()) + self.dead
         if self.evict_keys is None:
-            return min(entries, key=lambda e: (e.released, e.seq))
+            # The key (released, seq) orders as seq alone: both are set
+            # together, seq increasing and the release time not decreasing.
+            return min(entries, key=_seq)
         best = None
         best_key = None
         now = self.sim.now
