@@ -25,6 +25,7 @@ from .stages import Delay, Fifo, Flows, Ps, SharedStage
 from .step import Step
 
 READY_LIMIT = 1000
+_heappush = heapq.heappush
 
 
 class Observation(object):
@@ -244,7 +245,7 @@ class Simulator(PoolSim):
 
     def schedule(self, t, fn, arg):
         self.seq += 1
-        heapq.heappush(self.heap, (t, self.seq, fn, arg))
+        _heappush(self.heap, (t, self.seq, fn, arg))
 
     def mark_changed(self, stage):
         self.changed.append(stage)
@@ -307,7 +308,8 @@ class Simulator(PoolSim):
             n = len(self.trace)
             i = serial % n if prog.trace_ordered else self.trace_rng.range_u32(0, n - 1)
             s.trace_turns = self.trace[i]
-        self.run_workload_block(s, self.init_code, 0)
+        if self.init_code:  # (an empty block draws nothing: its stream is not needed)
+            self.run_workload_block(s, self.init_code, 0)
         for c in self.claims:
             if c.given is not None and c.out_of_scope is None and c.given(s) == 0.0:
                 c.out_of_scope = serial
@@ -451,35 +453,37 @@ class Simulator(PoolSim):
 
     def settle(self):
         ready = self.ready
+        step = self.step
         pools = self.pools
         while True:
             while ready:
-                self.step(ready.popleft())
-            self.pool_pass()
+                step(ready.popleft())
+            if pools:  # (pool_pass has nothing to do without pools)
+                self.pool_pass()
             if not ready:
                 break
         if self.steps or self.changed:
             # Stages in declaration order: a step stage with work and no
             # running iteration plans one, unless another event is due at
             # this instant; a ps stage whose job set changed reschedules.
-            changed = set(self.changed)
+            changed = set(self.changed) if self.changed else ()
             self.changed = []
             quiet = not self.heap or self.heap[0][0] > self.now
             for st in self.stages:
                 if st.kind == "step":
                     if quiet and st.running is None and st.pending():
                         st.attempt()
-                elif st in changed:
+                elif changed and st in changed:
                     st.reschedule()
         if self.flows_dirty:
             self.flows_dirty = False
             self.flows.recompute()
         now = self.now
         self.live_avg.set(now, float(self.live))
-        for st in self.stages:
-            st.record(now)
-        for p in pools:
-            p.record(now)
+        # Every stage's, then every pool's record (see run): a new piece of
+        # each time average at every event, as the reference's float bits need.
+        for record in self.recorders:
+            record(now)
         if self.check_invariants:
             self.check_pools()
 
@@ -520,9 +524,13 @@ class Simulator(PoolSim):
             for _ in range(a.value):
                 self.spawn()
         limit = prog.arrivals
+        self.recorders = [st.record for st in self.stages] + [p.record for p in self.pools]
         self.settle()
         end = horizon
         heap = self.heap
+        heappop = heapq.heappop
+        settle = self.settle
+        gauges = self.gauges
         while heap:
             if limit is not None and self.arrived >= limit and self.live == 0:
                 end = self.now
@@ -530,13 +538,13 @@ class Simulator(PoolSim):
             t = heap[0][0]
             if t > horizon:
                 break
-            if t > self.now:
+            if gauges and t > self.now:
                 self.read_gauges()
-            _, _, fn, arg = heapq.heappop(heap)
+            _, _, fn, arg = heappop(heap)
             self.now = t
             self.events += 1
             fn(arg)
-            self.settle()
+            settle()
             if progress is not None and not self.events & 4095:
                 progress(t, horizon)
         else:
