@@ -1,6 +1,7 @@
 """The ``serq`` command line.
 
     serq run   FILE [--json [--extended]] [--admission] [--dump DIR] [--quiet]
+               [--no-samples]
                [overrides as for `ir`]
     serq check FILE [--set NAME=EXPR]... [--def NAME=EXPR]...
     serq ir    FILE [--set …]... [--def …]... [--seed N] [--horizon T]
@@ -90,6 +91,13 @@ def _parser() -> argparse.ArgumentParser:
                    "after the report")
     r.add_argument("--dump", metavar="DIR", help="write samples and gauges as CSV files")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--no-samples", action="store_true",
+                   help="keep observations as running statistics only (memory bounded "
+                   "however long the run): count, mean and cv2 stay exact; ci is exact "
+                   "below 10240 samples, above that from block sums apportioned at the "
+                   "batch ends (within 1%% on long M/M/1 runs); p99 is within 0.5%% "
+                   "(relative) of the exact one, from 1%% log buckets; not with --dump "
+                   "(see docs/divergences.md)")
     r.add_argument("--trace-iterations", metavar="FILE",
                    help="write one line per step iteration to FILE (`-`: stderr)")
     r.add_argument("--check-invariants", action="store_true",
@@ -175,6 +183,8 @@ def _cmd_run(args) -> int:
     if args.admission and args.json:
         raise UsageError("`--admission` prints a table after the text report; with `--json` "
                          "write `--extended`")
+    if args.no_samples and args.dump:
+        raise UsageError("`--dump` writes every sample, which `--no-samples` does not keep")
     prog = _load(args)
     progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
     trace_out = None
@@ -188,7 +198,7 @@ def _cmd_run(args) -> int:
             raise UsageError("cannot write %s: %s" % (args.trace_iterations, e.strerror or e))
     tracer = None if trace_out is None else (lambda line: trace_out.write(line + "\n"))
     try:
-        sim = simulate(prog, progress, args.check_invariants, tracer)
+        sim = simulate(prog, progress, args.check_invariants, tracer, args.no_samples)
     finally:
         if progress is not None:
             progress.close()
@@ -213,6 +223,10 @@ def _cmd_run(args) -> int:
         sys.stdout.write(report_text(report))
         if args.admission:
             sys.stdout.write("\n" + admission_text(rows))
+        if args.no_samples and report.observes:
+            sys.stdout.write("\nnote: --no-samples: observe count, mean and cv2 are exact; "
+                             "ci and p99 are estimates above 10240 samples (p99 within 0.5%, "
+                             "ci within about 1%; see serq run --help)\n")
         sys.stdout.write("\n")
     return 1 if report.stuck() else 0
 

@@ -8,11 +8,12 @@ from .tracefile import read_trace
 
 
 def simulate(program: ir.Program, progress=None, check_invariants=False,
-             trace_iterations=None) -> Simulator:
+             trace_iterations=None, no_samples=False) -> Simulator:
     """Run ``program``; ``trace_iterations(line)`` receives one line per step
-    iteration (see ``iteration_line``)."""
+    iteration (see ``iteration_line``); ``no_samples`` keeps observations as
+    running statistics only (``serq run --no-samples``)."""
     trace = read_trace(trace_path(program)) if program.trace is not None else None
-    sim = Simulator(program, trace, check_invariants)
+    sim = Simulator(program, trace, check_invariants, no_samples)
     if trace_iterations is not None:
         sim.trace_iterations = lambda st, plan, assigned, cost: trace_iterations(
             iteration_line(sim, st, plan, assigned, cost))

@@ -5,7 +5,7 @@ samples taken after warm-up; counts follow the feature map §8.
 """
 from ..ir import nodes as ir
 from .model import ClaimRow, GaugeRow, ObserveRow, PoolRow, Report, StageRow
-from .stats import summarize_gauge, summarize_samples
+from .stats import summarize_gauge, summarize_running, summarize_samples
 
 _TESTS = ("Lt", "Le", "Gt", "Ge", "Eq", "Ne", "And", "Or")
 
@@ -55,7 +55,10 @@ def build_report(sim) -> Report:
     tests = _test_observations(prog)
     observes = {}
     for i, o in enumerate(sim.observations):
-        count, mean, ci, cv2, p99 = summarize_samples(o.values)
+        if o.running:  # --no-samples: ci and p99 estimated (report/stats.py)
+            count, mean, ci, cv2, p99 = summarize_running(o.summary)
+        else:
+            count, mean, ci, cv2, p99 = summarize_samples(o.values)
         observes[o.name] = ObserveRow(o.name, count, mean, ci, cv2, p99, is_test=i in tests)
     gauges = {}
     for g in sim.gauges:

@@ -15,7 +15,7 @@ from collections import deque
 
 from ..errors import RunError
 from ..ir import nodes as ir
-from ..report.stats import TimeAverage
+from ..report.stats import RunningSummary, TimeAverage
 from . import rng as streams
 from .exprs import Compiler, fmt
 from .holds import Rejected
@@ -30,6 +30,7 @@ _heappush = heapq.heappush
 
 class Observation(object):
     __slots__ = ("name", "values", "times", "sessions", "turns", "all_values")
+    running = False
 
     def __init__(self, name):
         self.name = name
@@ -38,6 +39,45 @@ class Observation(object):
         self.sessions = []
         self.turns = []
         self.all_values = []  # warm-up included, for the `at end` aggregates
+
+
+class RunningObservation(object):
+    """``--no-samples``: the samples after warm-up go into running statistics
+    (report/stats.py ``RunningSummary``) and are dropped; ``all_values`` is
+    kept only for an observation that an aggregate reads."""
+    __slots__ = ("name", "summary", "all_values", "keep_all")
+    running = True
+
+    def __init__(self, name, keep_all):
+        self.name = name
+        self.summary = RunningSummary()
+        self.all_values = []
+        self.keep_all = keep_all
+
+    def add(self, value, warm):
+        if self.keep_all:
+            self.all_values.append(value)
+        if warm:
+            self.summary.add(value)
+
+
+def aggregated_observations(prog):
+    """Indices of the observations some ``AggRef`` reads."""
+    out = set()
+    seen = set()
+    todo = [prog]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (list, tuple)):
+            todo.extend(x)
+        elif isinstance(x, dict):
+            todo.extend(x.values())
+        elif type(x) is ir.AggRef:
+            out.add(x.obs)
+        elif hasattr(x, "__dataclass_fields__") and id(x) not in seen:
+            seen.add(id(x))
+            todo.extend(getattr(x, f) for f in x.__dataclass_fields__)
+    return out
 
 
 class GaugeTrace(object):
@@ -111,7 +151,8 @@ class VictimContext(object):
 
 
 class Simulator(PoolSim):
-    def __init__(self, prog: ir.Program, trace=None, check_invariants=False):
+    def __init__(self, prog: ir.Program, trace=None, check_invariants=False,
+                 no_samples=False):
         self.prog = prog
         self.check_invariants = check_invariants
         # A callback (stage, plan, assigned, cost) per iteration started, for
@@ -158,7 +199,12 @@ class Simulator(PoolSim):
         for st in self.steps:
             if st.memory is not None:
                 self.memory_of.setdefault(st.memory, []).append(st)
-        self.observations = [Observation(n) for n in prog.observes]
+        if no_samples:  # `serq run --no-samples`: running statistics only
+            agg = aggregated_observations(prog)
+            self.observations = [RunningObservation(n, i in agg)
+                                 for i, n in enumerate(prog.observes)]
+        else:
+            self.observations = [Observation(n) for n in prog.observes]
         self.interp = Interpreter(self, prog, self.compiler)
         self.init_code = self.interp.code[prog.init]
         self.turn_code = self.interp.code[prog.turn]
@@ -363,6 +409,9 @@ class Simulator(PoolSim):
 
     def observe(self, i, value, s):
         o = self.observations[i]
+        if o.running:
+            o.add(value, self.warm)
+            return
         o.all_values.append(value)
         if self.warm:
             o.values.append(value)
