@@ -9,7 +9,6 @@ run.
 import json
 import math
 import random
-import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -124,6 +123,7 @@ run { horizon 1; warmup 10; seed 3; }
 
 
 def _peak(tmp_path, observe, horizon, no_samples):
+    tracemalloc = pytest.importorskip("tracemalloc")  # not on PyPy
     path = tmp_path / ("mm1_%d.sq" % bool(observe))
     path.write_text(MM1 % observe)
     prog = compile_program(str(path), horizon=horizon)
