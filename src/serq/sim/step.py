@@ -10,12 +10,31 @@ its end the tokens are committed.
 import math
 
 from ..errors import RunError
+from ..ir import nodes as ir
 from ..report.stats import IntervalAverage, ItlHistogram, Welford
 from .exprs import fmt
 from .pools import EPS, total_key
 from .stages import Stage
 
 INF = math.inf
+
+#: The context fields ``Step.totals`` sets.
+TOTALS = ("Nres", "Ndec", "Kvb", "Kvp")
+
+
+def reads_totals(*exprs):
+    """Whether any of the IR expressions reads ``nres ndec kvb kvp``."""
+    todo = list(exprs)
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (list, tuple)):
+            todo.extend(x)
+        elif type(x) is ir.Ctx:
+            if x.var in TOTALS:
+                return True
+        elif hasattr(x, "__dataclass_fields__"):
+            todo.extend(getattr(x, f) for f in x.__dataclass_fields__)
+    return False
 
 
 class StepJob(object):
@@ -136,6 +155,11 @@ class Step(Stage):
         self.granule = None if spec.granule is None else spec.granule.value
         self.exclusive = spec.serve == "ExclusivePrefill"
         self.serve_keys = [] if self.exclusive else [c.expr(k) for k in spec.serve]
+        # What reads the totals (``totals`` walks every resident's holds):
+        # where nothing does, they are not computed.
+        self.budget_totals = reads_totals(spec.budget, spec.chunk)
+        self.cost_totals = reads_totals(spec.cost)
+        self.serve_totals = not self.exclusive and reads_totals(spec.serve)
         self.memory = spec.memory
         self.body = spec.iteration
         self.compiler = compiler
@@ -236,7 +260,8 @@ class Step(Stage):
         ctx = self.ctx
         ctx.a = None
         ctx.rng = sim.machine_rng
-        self.totals(ctx, self.residents)
+        if self.budget_totals:
+            self.totals(ctx, self.residents)
         plan = Plan(self, self.budget(ctx), self.chunk(ctx))
         self.preempted_now = False
         self.preempt_count = 0
@@ -442,14 +467,15 @@ class Step(Stage):
         ctx.attn = attention
         ctx.nres = float(len(self.residents))
         ctx.ndec = ndec
-        kvb = kvp = 0.0
-        for j, t in assigned:
-            if j.decode:
-                kvb += self.memory_of(j.session)
-            else:
-                kvp += self.memory_of(j.session)
-        ctx.kvb = kvb
-        ctx.kvp = kvp
+        if self.cost_totals or sim.claims:  # (claims read the context too)
+            kvb = kvp = 0.0
+            for j, t in assigned:
+                if j.decode:
+                    kvb += self.memory_of(j.session)
+                else:
+                    kvp += self.memory_of(j.session)
+            ctx.kvb = kvb
+            ctx.kvp = kvp
         C = plan.C
         cost = self.cost(ctx)
         if not cost > 0.0:
@@ -503,11 +529,13 @@ class Step(Stage):
         """The residents in serving order: by the keys (the stage's `serve`
         order unless a body's `serve by` gives its own), stable, else in
         admission order."""
+        totals = self.serve_totals if keys is None else True
         keys = self.serve_keys if keys is None else keys
         if not keys:
             return list(self.residents)
         ctx = self.ctx
-        self.totals(ctx, self.residents)
+        if totals:
+            self.totals(ctx, self.residents)
         keyed = []
         for n, j in enumerate(self.residents):
             ctx.a = j.session.a
