@@ -282,7 +282,8 @@ class ItlHistogram(object):
     def add(self, x: float) -> None:
         self.n += 1
         self.total += x
-        k = self.bucket(x)
+        # self.bucket(x), inlined (a call per token)
+        k = _ZERO_BUCKET if x <= 0 else int(math.floor(math.log(x) / _LOG_STEP))
         c = self.buckets.get(k)
         if c is None:
             self.buckets[k] = [1, x, x]
