@@ -100,13 +100,14 @@ class Fifo(Stage):
         return float(self.serving)
 
     def submit(self, session, work):
-        now = self.sim.now
+        sim = self.sim
+        now = sim.now
         job = [session, work, now, now]
         if self.serving < self.servers:
             self._start(job, now)
         else:
             self.waiting.append(job)
-        if session is not None:
+        if session is not None and sim.pools:  # (only a pool preempts or refuses)
             session.cancel = lambda: self.withdraw(job)
 
     def withdraw(self, job):
@@ -122,15 +123,15 @@ class Fifo(Stage):
     def _start(self, job, now):
         self.serving += 1
         job[3] = now
-        self.in_service[id(job)] = (job, now + job[1])
-        self.sim.schedule(now + job[1], self.finish, job)
+        t = now + job[1]
+        self.in_service[id(job)] = (job, t)
+        self.sim.schedule(t, self.finish, job)
 
     def finish(self, job):
         now = self.sim.now
-        if id(job) not in self.in_service:
+        if self.in_service.pop(id(job), None) is None:
             return  # withdrawn
         self.serving -= 1
-        del self.in_service[id(job)]
         if self.waiting:
             self._start(self.waiting.popleft(), now)
         self.done(job, now)
