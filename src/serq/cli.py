@@ -225,8 +225,8 @@ def _cmd_run(args) -> int:
             sys.stdout.write("\n" + admission_text(rows))
         if args.no_samples and report.observes:
             sys.stdout.write("\nnote: --no-samples: observe count, mean and cv2 are exact; "
-                             "ci and p99 are estimates above 10240 samples (p99 within 0.5%, "
-                             "ci within about 1%; see serq run --help)\n")
+                             "p99 is estimated (within 0.5%), and so is ci above 10240 "
+                             "samples (within about 1%); see serq run --help\n")
         sys.stdout.write("\n")
     return 1 if report.stuck() else 0
 
