@@ -52,6 +52,8 @@ class Stage(object):
 
     def record(self, now):
         n = self.present()
+        if n == 0 and self.stats.util.value == 0.0:
+            return  # idle and was idle: both pieces would add +0 (see Pool.record)
         st = self.stats
         # TimeAverage.set twice, inlined (the same float operations): this
         # runs for every stage at every event.
