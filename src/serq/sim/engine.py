@@ -511,19 +511,24 @@ class Simulator(PoolSim):
                 self.pool_pass()
             if not ready:
                 break
-        if self.steps or self.changed:
+        if self.changed:
             # Stages in declaration order: a step stage with work and no
             # running iteration plans one, unless another event is due at
             # this instant; a ps stage whose job set changed reschedules.
-            changed = set(self.changed) if self.changed else ()
+            changed = set(self.changed)
             self.changed = []
             quiet = not self.heap or self.heap[0][0] > self.now
             for st in self.stages:
                 if st.kind == "step":
                     if quiet and st.running is None and st.pending():
                         st.attempt()
-                elif changed and st in changed:
+                elif st in changed:
                     st.reschedule()
+        elif self.steps and (not self.heap or self.heap[0][0] > self.now):
+            # The same with no ps stage to reschedule: the step stages only.
+            for st in self.steps:
+                if st.running is None and st.pending():
+                    st.attempt()
         if self.flows_dirty:
             self.flows_dirty = False
             self.flows.recompute()

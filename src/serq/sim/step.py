@@ -220,7 +220,12 @@ class Step(Stage):
             self.running = [(j, t) for j, t in self.running if j is not job]
 
     def pending(self):
-        return bool(self.residents) or any(p.queue for p in self.admits)
+        if self.residents:
+            return True
+        for p in self.admits:
+            if p.queue:
+                return True
+        return False
 
     # --------------------------------------------------------------- totals
 
