@@ -80,6 +80,30 @@ def aggregated_observations(prog):
     return out
 
 
+ESTIMATES = ("EstLambda", "EstRho", "EstWait", "Price")
+
+
+def reads_estimates(prog):
+    """Whether an expression of the program reads a stage's online
+    estimates (``est_lambda est_rho est_wait price``)."""
+    seen = set()
+    todo = [prog]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (list, tuple)):
+            todo.extend(x)
+        elif isinstance(x, dict):
+            todo.extend(x.values())
+        elif type(x) is ir.Call:
+            if x.fun in ESTIMATES:
+                return True
+            todo.extend(x.args)
+        elif hasattr(x, "__dataclass_fields__") and id(x) not in seen:
+            seen.add(id(x))
+            todo.extend(getattr(x, f) for f in x.__dataclass_fields__)
+    return False
+
+
 class GaugeTrace(object):
     __slots__ = ("name", "fn", "times", "values")
 
@@ -151,6 +175,8 @@ class VictimContext(object):
 
 
 class Simulator(PoolSim):
+    estimates = True  # whether stages keep their estimators (set by run)
+
     def __init__(self, prog: ir.Program, trace=None, check_invariants=False,
                  no_samples=False):
         self.prog = prog
@@ -579,6 +605,7 @@ class Simulator(PoolSim):
                 self.spawn()
         limit = prog.arrivals
         self.recorders = [st.record for st in self.stages] + [p.record for p in self.pools]
+        self.estimates = reads_estimates(prog)  # else no stage keeps its estimator
         self.settle()
         end = horizon
         heap = self.heap

@@ -80,7 +80,8 @@ class Stage(object):
 
     def done_flow(self, job, now):
         """Book-keeping of a finished job (for a flow: on each of its stages)."""
-        self.est.observe(job[3], job[3] - job[2], now - job[3])
+        if self.sim.estimates:
+            self.est.observe(job[3], job[3] - job[2], now - job[3])
         if self.sim.warm:
             st = self.stats
             st.completed += 1
