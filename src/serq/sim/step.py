@@ -104,13 +104,19 @@ class Plan(object):
             if extra > EPS:
                 outcome = stage.sim.grow_for_step(stage, job, run, i, extra)
                 # residents given tokens and preempted meanwhile give them back
-                kept = []
                 for aj, at in self.assigned:
                     if aj.gone:
-                        self.left += at
-                    else:
-                        kept.append([aj, at])
-                self.assigned = kept
+                        break
+                else:
+                    aj = None  # none was preempted
+                if aj is not None:
+                    kept = []
+                    for aj, at in self.assigned:
+                        if aj.gone:
+                            self.left += at
+                        else:
+                            kept.append([aj, at])
+                    self.assigned = kept
                 if outcome == "stalled":
                     return "skip"
                 if outcome == "self":
@@ -315,10 +321,10 @@ class Step(Stage):
                 n = len(residents)
                 while first < n:
                     j = residents[first]
-                    if id(j) not in served:
-                        job = j
-                        break
                     first += 1
+                    if id(j) not in served:
+                        job = j  # (served below: the next scan starts after it)
+                        break
             if job is None:
                 if plan.left > 0 and not self.preempted_now and not plan.refused and \
                         self.admits:
@@ -456,17 +462,14 @@ class Step(Stage):
         ctx.a = None
         # The attention term of the prefill chunks that are still assigned
         # (a resident preempted after it was given tokens gives them back).
-        attention = 0.0
-        for j, t in assigned:
-            if not j.decode:
-                attention += plan.attention.get(id(j), 0.0)
-        ntok = npre = ndec = 0.0
+        attention = ntok = npre = ndec = 0.0
         for j, t in assigned:
             ntok += t
             if j.decode:
                 ndec += 1.0
             else:
                 npre += t
+                attention += plan.attention.get(id(j), 0.0)
         ctx.ntok = ntok
         ctx.npre = npre
         ctx.attn = attention
