@@ -340,11 +340,21 @@ class SharedStage(Stage):
 
     def record(self, now):
         n = len(self.flows)
-        self.stats.number.set(now, float(n))
+        st = self.stats
+        if n == 0 and st.number.value == 0.0 and st.util.value == 0.0 and self.cap > 0:
+            return  # idle and was idle: both pieces would add +0 (see Pool.record)
+        # TimeAverage.set twice, inlined (the same float operations)
+        a = st.number
+        a.area += a.value * (now - a.last)
+        a.last = now
+        a.value = float(n)
         load = 0.0
         for f in self.flows.values():
             load += f.rate
-        self.stats.util.set(now, load / self.cap)
+        a = st.util
+        a.area += a.value * (now - a.last)
+        a.last = now
+        a.value = load / self.cap
 
     def work_left(self, now):
         total = 0.0
