@@ -18,7 +18,7 @@ class PoolSim(object):
         self.admission_seq = 0
         self.enqueue_seq = 0
         self.trace_evict = None
-        self.turn_slot = prog.slots[2]  # the `turn` attribute (token reads it)
+        self.turn_slot = prog.slots[2]  # the `turn` attribute (a step token reads it)
 
     def pool_label(self, p):
         return p.name if p.member is None else "%s[%d]" % (p.name, p.member)
@@ -336,20 +336,6 @@ class PoolSim(object):
             if vs is s or job.gone:
                 return "self"
         return "ok"
-
-    def token(self, session, stage, decode):
-        """A token of ``session``'s turn ends on ``stage``: the gap since the
-        turn's previous token is an inter-token latency (after warm-up)."""
-        # Each fork leg has a token stream of its own; the session's runs on
-        # across its forks and joins.
-        turn = session.a[self.turn_slot]
-        last = session.itl
-        now = self.now
-        if last is not None and last[0] == turn and self.warm and (
-                decode or last[2] or session.itl_preempted is last[3]):
-            stage.stats.itl.add(now - last[1])
-        session.itl = (turn, now, decode, stage)
-        session.itl_preempted = None
 
     # ---------------------------------------------------------------- leases
 

@@ -563,13 +563,28 @@ class Step(Stage):
         self.account(now)
         assigned = self.running or []
         self.running = None
+        warm = sim.warm
+        slot = sim.turn_slot
+        itl = self.stats.itl
         for j, t in assigned:
             if j.gone:
                 continue
             j.remaining -= t
             done = j.remaining <= 1e-9
-            if j.decode or done:
-                sim.token(j.session, self, j.decode)
+            decode = j.decode
+            if decode or done:
+                # A token of the session's turn ends here: the gap since the
+                # turn's previous token is an inter-token latency (after
+                # warm-up).  Each fork leg has a token stream of its own; the
+                # session's runs on across its forks and joins.
+                s = j.session
+                turn = s.a[slot]
+                last = s.itl
+                if last is not None and last[0] == turn and warm and (
+                        decode or last[2] or s.itl_preempted is last[3]):
+                    itl.add(now - last[1])
+                s.itl = (turn, now, decode, self)
+                s.itl_preempted = None
             if done:
                 j.gone = True
                 self.residents.remove(j)
