@@ -19,6 +19,7 @@ storm) after the text report; ``--json --extended`` adds one last key,
 stay byte-identical (without ``--extended`` the JSON is the reference's).
 """
 import argparse
+import json as _json
 import math
 import sys
 from typing import List, Optional
@@ -100,6 +101,10 @@ def _parser() -> argparse.ArgumentParser:
                    "(see docs/divergences.md)")
     r.add_argument("--trace-iterations", metavar="FILE",
                    help="write one line per step iteration to FILE (`-`: stderr)")
+    r.add_argument("--max-events", type=_pos_int, metavar="N",
+                   help="stop after N events with a partial report")
+    r.add_argument("--max-wall", type=lambda t: _time(t, True), metavar="SECONDS",
+                   help="stop after SECONDS of wall time with a partial report")
     r.add_argument("--check-invariants", action="store_true",
                    help="check every pool invariant after every event (slower)")
     overrides(r, True)
@@ -198,7 +203,8 @@ def _cmd_run(args) -> int:
             raise UsageError("cannot write %s: %s" % (args.trace_iterations, e.strerror or e))
     tracer = None if trace_out is None else (lambda line: trace_out.write(line + "\n"))
     try:
-        sim = simulate(prog, progress, args.check_invariants, tracer, args.no_samples)
+        sim = simulate(prog, progress, args.check_invariants, tracer, args.no_samples,
+                       args.max_events, args.max_wall)
     finally:
         if progress is not None:
             progress.close()
@@ -212,14 +218,23 @@ def _cmd_run(args) -> int:
         except OSError as e:
             raise UsageError("cannot write the dump to %s: %s" % (args.dump, e.strerror or e))
     extended = None
+    if sim.partial is not None:
+        # A stopped run says so in the JSON too (serq's own key, last).
+        extended = [("partial", '{"reason":%s,"at":%s,"events":%d}' % (
+            _json.dumps(sim.partial), _num_json(sim.end), sim.events))]
     if args.admission or args.extended:
         from .report.admission import admission_json, admission_rows, admission_text
         rows = admission_rows(sim)
         if args.extended:
-            extended = [("admission", admission_json(rows))]
+            extended = (extended or []) + [("admission", admission_json(rows))]
     if args.json:
         sys.stdout.write(report_json(report, extended) + "\n")
     else:
+        if sim.partial is not None:
+            sys.stdout.write("partial: the run stopped at t = %s after %d events (%s); the "
+                             "report covers [%s, %s]\n\n" % (_num_json(sim.end), sim.events,
+                                                             sim.partial, _num_json(report.warmup),
+                                                             _num_json(sim.end)))
         sys.stdout.write(report_text(report))
         if args.admission:
             sys.stdout.write("\n" + admission_text(rows))
@@ -228,7 +243,14 @@ def _cmd_run(args) -> int:
                              "p99 is estimated (within 0.5%), and so is ci above 10240 "
                              "samples (within about 1%); see serq run --help\n")
         sys.stdout.write("\n")
+    if sim.partial == "interrupted":
+        return 130
     return 1 if report.stuck() else 0
+
+
+def _num_json(x) -> str:
+    from .report.jsonfmt import format_float
+    return format_float(x)
 
 
 def _cmd_ir(args) -> int:

@@ -8,7 +8,8 @@ from .tracefile import read_trace
 
 
 def simulate(program: ir.Program, progress=None, check_invariants=False,
-             trace_iterations=None, no_samples=False) -> Simulator:
+             trace_iterations=None, no_samples=False, max_events=None,
+             max_wall=None) -> Simulator:
     """Run ``program``; ``trace_iterations(line)`` receives one line per step
     iteration (see ``iteration_line``); ``no_samples`` keeps observations as
     running statistics only (``serq run --no-samples``)."""
@@ -17,7 +18,7 @@ def simulate(program: ir.Program, progress=None, check_invariants=False,
     if trace_iterations is not None:
         sim.trace_iterations = lambda st, plan, assigned, cost: trace_iterations(
             iteration_line(sim, st, plan, assigned, cost))
-    return sim.run(progress)
+    return sim.run(progress, max_events, max_wall)
 
 
 def iteration_line(sim, stage, plan, assigned, cost) -> str:

@@ -70,7 +70,7 @@ def build_report(sim) -> Report:
         row = StageRow(
             name=st.name, index=st.member, mean_number=s.number.mean(end),
             utilization=s.util.mean(end), completed=s.completed,
-            throughput=s.completed / span, mean_wait=_mean(s.wait),
+            throughput=s.completed / span if span > 0 else 0.0, mean_wait=_mean(s.wait),
             mean_service=_mean(s.service), iterations=0, prefill_only=0.0,
             decode_only=0.0, mixed=0.0, mean_decodes=0.0, mean_decode_batch=None,
             mean_decode_step=None, mean_itl=None, itl_p50=None, itl_p99=None,

@@ -10,6 +10,7 @@ read just before the clock moves to a later instant, and at the end.
 ``run(program)`` returns a ``RunResult`` with everything the report needs.
 """
 import heapq
+import time
 import math
 from collections import deque
 
@@ -181,6 +182,7 @@ class Simulator(PoolSim):
                  no_samples=False):
         self.prog = prog
         self.check_invariants = check_invariants
+        self.partial = None  # why the run stopped early, if it did
         # A callback (stage, plan, assigned, cost) per iteration started, for
         # `serq run --trace-iterations`.
         self.trace_iterations = None
@@ -584,9 +586,11 @@ class Simulator(PoolSim):
         for p in self.pools:
             p.restart(now)
 
-    def run(self, progress=None):
+    def run(self, progress=None, max_events=None, max_wall=None):
         """Simulate to the end.  ``progress(now, horizon)``, if given, is
-        called every few thousand events (a progress bar)."""
+        called every few thousand events (a progress bar).  ``max_events``
+        and ``max_wall`` (seconds), and Ctrl-C, stop the run early: the
+        report then covers up to that instant and ``self.partial`` says why."""
         prog = self.prog
         horizon = prog.horizon
         if prog.warmup > 0.0:
@@ -612,25 +616,40 @@ class Simulator(PoolSim):
         heappop = heapq.heappop
         settle = self.settle
         gauges = self.gauges
-        while heap:
-            if limit is not None and self.arrived >= limit and self.live == 0:
-                end = self.now
-                break
-            t = heap[0][0]
-            if t > horizon:
-                break
-            if gauges and t > self.now:
-                self.read_gauges()
-            _, _, fn, arg = heappop(heap)
-            self.now = t
-            self.events += 1
-            fn(arg)
-            settle()
-            if progress is not None and not self.events & 4095:
-                progress(t, horizon)
-        else:
-            if limit is not None and self.arrived >= limit and self.live == 0:
-                end = self.now
+        checks = progress is not None or max_wall is not None
+        deadline = None if max_wall is None else time.monotonic() + max_wall
+        try:
+            while heap:
+                if limit is not None and self.arrived >= limit and self.live == 0:
+                    end = self.now
+                    break
+                t = heap[0][0]
+                if t > horizon:
+                    break
+                if max_events is not None and self.events >= max_events:
+                    self.partial = "--max-events %d" % max_events
+                    break
+                if gauges and t > self.now:
+                    self.read_gauges()
+                _, _, fn, arg = heappop(heap)
+                self.now = t
+                self.events += 1
+                fn(arg)
+                settle()
+                if checks and not self.events & 4095:
+                    if progress is not None:
+                        progress(t, horizon)
+                    if deadline is not None and time.monotonic() > deadline:
+                        self.partial = "--max-wall %s" % fmt(max_wall)
+                        break
+            else:
+                if limit is not None and self.arrived >= limit and self.live == 0:
+                    end = self.now
+        except KeyboardInterrupt:
+            self.partial = "interrupted"
+        if self.partial is not None:
+            end = self.now
+            limit = None  # a stopped run is not checked for its arrivals
         if limit is not None:
             if self.arrived < limit:
                 raise RunError("run: horizon %s reached before requested arrivals: got %d, "

@@ -1,0 +1,55 @@
+"""A run can be stopped early — by an event count, a wall-clock budget or
+Ctrl-C — and still prints its report, marked partial."""
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MM1 = ROOT / "bench" / "programs" / "mm1.sq"
+
+
+def serq(*args):
+    return subprocess.run([sys.executable, "-m", "serq"] + [str(a) for a in args],
+                          capture_output=True, text=True)
+
+
+def test_max_events_gives_a_partial_report():
+    r = serq("run", MM1, "--max-events", "5000", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["events"] == 5000
+    part = d["extended"]["partial"]
+    assert part == {"reason": "--max-events 5000", "at": d["end"], "events": 5000}
+    assert list(d)[-1] == "extended" and d["end"] < d["horizon"]
+
+
+def test_full_run_has_no_partial_key():
+    r = serq("run", ROOT / "tests" / "programs" / "sim" / "fork_agents.sq", "--json")
+    assert "extended" not in json.loads(r.stdout)
+
+
+def test_max_wall_stops_with_a_note():
+    t0 = time.monotonic()
+    r = serq("run", MM1, "--max-wall", "0.3", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - t0 < 10
+    assert r.stdout.startswith("partial: the run stopped at t = ")
+    assert "(--max-wall 0.3)" in r.stdout.splitlines()[0]
+
+
+def test_ctrl_c_prints_the_partial_report_and_exits_130():
+    # A run far longer than the wait, so the signal lands inside the run
+    # (not during the imports) however slow the machine.
+    p = subprocess.Popen([sys.executable, "-m", "serq", "run", str(MM1), "--quiet",
+                          "--horizon", "2e8"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130
+    assert out.startswith("partial: the run stopped at t = ")
+    assert "(interrupted)" in out.splitlines()[0]
+    assert "Traceback" not in err
