@@ -385,3 +385,22 @@ class Program:
     # text ((block, index) -> Span) and that text, for run-time errors.
     spans: dict = field(default_factory=dict)
     source: Optional[str] = None
+
+
+def walk(node):
+    """Every IR node reachable from ``node`` (a program, a block, an
+    expression...), each once, in no particular order."""
+    seen = set()
+    todo = [node]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (list, tuple)):
+            todo.extend(x)
+        elif hasattr(x, "__dataclass_fields__") and id(x) not in seen:
+            seen.add(id(x))
+            yield x
+            if type(x) is not Program:
+                todo.extend(getattr(x, f) for f in x.__dataclass_fields__)
+            else:
+                todo.extend(getattr(x, f) for f in x.__dataclass_fields__
+                            if f not in ("spans", "source"))

@@ -64,21 +64,7 @@ class RunningObservation(object):
 
 def aggregated_observations(prog):
     """Indices of the observations some ``AggRef`` reads."""
-    out = set()
-    seen = set()
-    todo = [prog]
-    while todo:
-        x = todo.pop()
-        if isinstance(x, (list, tuple)):
-            todo.extend(x)
-        elif isinstance(x, dict):
-            todo.extend(x.values())
-        elif type(x) is ir.AggRef:
-            out.add(x.obs)
-        elif hasattr(x, "__dataclass_fields__") and id(x) not in seen:
-            seen.add(id(x))
-            todo.extend(getattr(x, f) for f in x.__dataclass_fields__)
-    return out
+    return {x.obs for x in ir.walk(prog) if type(x) is ir.AggRef}
 
 
 ESTIMATES = ("EstLambda", "EstRho", "EstWait", "Price")
@@ -87,22 +73,7 @@ ESTIMATES = ("EstLambda", "EstRho", "EstWait", "Price")
 def reads_estimates(prog):
     """Whether an expression of the program reads a stage's online
     estimates (``est_lambda est_rho est_wait price``)."""
-    seen = set()
-    todo = [prog]
-    while todo:
-        x = todo.pop()
-        if isinstance(x, (list, tuple)):
-            todo.extend(x)
-        elif isinstance(x, dict):
-            todo.extend(x.values())
-        elif type(x) is ir.Call:
-            if x.fun in ESTIMATES:
-                return True
-            todo.extend(x.args)
-        elif hasattr(x, "__dataclass_fields__") and id(x) not in seen:
-            seen.add(id(x))
-            todo.extend(getattr(x, f) for f in x.__dataclass_fields__)
-    return False
+    return any(type(x) is ir.Call and x.fun in ESTIMATES for x in ir.walk(prog))
 
 
 class GaugeTrace(object):
