@@ -509,9 +509,10 @@ class Rng(object):
 
     __slots__ = ("_seed", "_sub", "_key", "_buf", "_i", "_counter")
 
-    def __init__(self, seed):
-        self._seed = _u64_arg(seed, "seed")
-        self._sub = None
+    def __init__(self, seed, _sub=None):
+        # ``_sub`` is for ``_deferred`` only: seed None, mixed on first draw.
+        self._seed = None if _sub is not None else _u64_arg(seed, "seed")
+        self._sub = _sub
         self._key = None
         self._buf = ()
         self._i = 0
@@ -520,14 +521,7 @@ class Rng(object):
     @classmethod
     def _deferred(cls, sub):
         """A generator seeded with ``substream_seed(*sub)``, computed lazily."""
-        self = cls.__new__(cls)
-        self._seed = None
-        self._sub = sub
-        self._key = None
-        self._buf = ()
-        self._i = 0
-        self._counter = 0
-        return self
+        return cls(None, sub)
 
     @property
     def seed(self):
@@ -607,40 +601,12 @@ class Rng(object):
 
     def range_u32(self, low, high):
         """``random_range(low..=high)`` over ``u32``."""
-        low = operator.index(low)
-        high = operator.index(high)
-        if low < 0 or low > _M32 or high < 0 or high > _M32:
-            raise OverflowError("out of range integral type conversion attempted")
-        if low > high:
-            raise ValueError(_EMPTY_RANGE)
-        size = high - low + 1
-        if size > _M32:
-            return self.next_u32()
-        m = self.next_u32() * size
-        lo = m & _M32
-        if lo > (1 << 32) - size:
-            # Canon's correction: one more product, carrying into the result.
-            if lo + ((self.next_u32() * size) >> 32) > _M32:
-                return low + (m >> 32) + 1
-        return low + (m >> 32)
+        return _canon_range(self.next_u32, 32, low, high,
+                            "out of range integral type conversion attempted")
 
     def range_u64(self, low, high):
         """``random_range(low..=high)`` over ``u64``."""
-        low = operator.index(low)
-        high = operator.index(high)
-        if low < 0 or low > _M64 or high < 0 or high > _M64:
-            raise OverflowError("int too big to convert")
-        if low > high:
-            raise ValueError(_EMPTY_RANGE)
-        size = high - low + 1
-        if size > _M64:
-            return self.next_u64()
-        m = self.next_u64() * size
-        lo = m & _M64
-        if lo > (1 << 64) - size:
-            if lo + ((self.next_u64() * size) >> 64) > _M64:
-                return low + (m >> 64) + 1
-        return low + (m >> 64)
+        return _canon_range(self.next_u64, 64, low, high, "int too big to convert")
 
     def range_f64(self, low, high):
         """``random_range(low..=high)`` over ``f64``:
@@ -655,6 +621,28 @@ class Rng(object):
 
 
 _INF = float("inf")
+
+
+def _canon_range(draw, bits, low, high, overflow_message):
+    """``random_range(low..=high)`` over an unsigned ``bits``-bit integer
+    drawn by ``draw``: one widening multiply, and Canon's correction (one
+    more product, carrying into the result) when the low half is too close
+    to wrapping.  The error messages are pyserq's for each width."""
+    mask = (1 << bits) - 1
+    low = operator.index(low)
+    high = operator.index(high)
+    if low < 0 or low > mask or high < 0 or high > mask:
+        raise OverflowError(overflow_message)
+    if low > high:
+        raise ValueError(_EMPTY_RANGE)
+    size = high - low + 1
+    if size > mask:
+        return draw()
+    m = draw() * size
+    if (m & mask) > (1 << bits) - size:
+        if (m & mask) + ((draw() * size) >> bits) > mask:
+            return low + (m >> bits) + 1
+    return low + (m >> bits)
 
 
 # ---------------------------------------------------------------------------
