@@ -1,14 +1,8 @@
 """Shared by the report tests: the oracle module and fixture, float comparison."""
-import importlib.util
 import json
 import math
-import os
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location(
-    "make_report_oracle", os.path.join(HERE, "fixtures", "make_report_oracle.py"))
-oracle = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(oracle)
+from fixtures import make_report_oracle as oracle
 
 _fixture = None
 

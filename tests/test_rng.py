@@ -4,21 +4,15 @@ Two sources of truth: ``pyserq`` itself when installed (the ``live`` tests),
 and tests/fixtures/rng_oracle.json, recorded from it by
 tests/fixtures/make_rng_oracle.py, so the same checks run under PyPy.
 """
-import importlib.util
 import json
 import math
-import os
 
 import pytest
 
 from serq.sim import dist
 from serq.sim import rng as R
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location(
-    "make_rng_oracle", os.path.join(HERE, "fixtures", "make_rng_oracle.py"))
-oracle = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(oracle)
+from fixtures import make_rng_oracle as oracle
 
 M64 = (1 << 64) - 1
 IMPLEMENTATIONS = ["rows", "scalar"]

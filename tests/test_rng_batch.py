@@ -1,18 +1,12 @@
 """Batched stream setup (serq.sim.rng.substreams, StatementStreams, ...):
 every batched stream draws exactly what the one-by-one stream draws."""
-import importlib.util
-import os
 import random
 
 import pytest
 
 from serq.sim import rng as R
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location(
-    "make_rng_oracle", os.path.join(HERE, "fixtures", "make_rng_oracle.py"))
-oracle = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(oracle)
+from fixtures import make_rng_oracle as oracle
 
 M64 = (1 << 64) - 1
 _g = random.Random(0x5E51)
