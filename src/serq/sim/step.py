@@ -13,10 +13,13 @@ from ..errors import RunError
 from ..ir import nodes as ir
 from ..report.stats import IntervalAverage, ItlHistogram, Welford
 from .exprs import fmt
-from .pools import EPS, total_key
+from .pools import EPS, round_up, total_key
 from .stages import Stage
 
 INF = math.inf
+
+#: No prefill chunk's attention term (an iteration of decodes only).
+NO_ATTENTION = {}
 
 #: The context fields ``Step.totals`` sets.
 TOTALS = ("Nres", "Ndec", "Kvb", "Kvp")
@@ -169,6 +172,9 @@ class Step(Stage):
         self.memory = spec.memory
         self.body = spec.iteration
         self.compiler = compiler
+        # The decode-only planning shortcut (plan_decodes) serves the
+        # default procedure in admission order only.
+        self.fast = self.body is None and not self.exclusive and not self.serve_keys
         self.compiled_cache = {}
         self.residents = []
         self.changes = 0  # count of insertions into / removals from residents
@@ -273,12 +279,30 @@ class Step(Stage):
         ctx.rng = sim.machine_rng
         if self.budget_totals:
             self.totals(ctx, self.residents)
-        plan = Plan(self, self.budget(ctx), self.chunk(ctx))
+        B = self.budget(ctx)
+        C = self.chunk(ctx)
         self.preempted_now = False
         self.preempt_count = 0
-        if self.body is None:
+        if self.fast and sim.trace_iterations is None:
+            plan = self.plan_decodes(B, C)
+            if type(plan) is list:
+                # Every resident decoding, each given its token: no one is
+                # gone, nothing admitted (plan_decodes says when it applies).
+                for j, t in plan:
+                    g = j.grow
+                    if g is not None:
+                        run, i = g
+                        run.pos[i] += t
+                        run.grown[i] = True
+                self.idle_with_work = False
+                self.start(C, NO_ATTENTION, plan, None)
+                return
+            self.plan_default(plan)
+        elif self.body is None:
+            plan = Plan(self, B, C)
             self.plan_default(plan)
         else:
+            plan = Plan(self, B, C)
             saved = list(sim.registers)
             self.run_body(plan, self.body)
         assigned = [(j, t) for j, t in plan.assigned if not j.gone]
@@ -293,7 +317,59 @@ class Step(Stage):
                 sim.registers[:] = saved  # an attempt that did nothing undoes its sets
             return
         self.idle_with_work = False
-        self.start(plan, assigned)
+        self.start(C, plan.attention, assigned, plan)
+
+    def plan_decodes(self, B, C):
+        """The default plan while every resident decodes, written for speed
+        (most iterations of a loaded engine): each resident in order gets its
+        token, growing its memory where that needs no eviction choice beyond
+        the pool's own and no preemption.  Returns the assignment, or, at the
+        first resident it does not handle (a prefill, a stalled one, a growth
+        that does not fit) or when an admission is to be tried, a `Plan` in
+        the state the general procedure would have reached, for it to go on."""
+        assigned = []
+        left = B
+        try_grow = self.sim.try_grow
+        for j in self.residents:
+            if not j.decode or j.stalled:
+                return self.handover(B, C, assigned, left)
+            r = j.remaining
+            want = r if r < 1.0 else 1.0
+            tokens = left if left < want else want
+            if tokens <= 0:
+                return self.handover(B, C, assigned, left)
+            g = j.grow
+            if g is not None:
+                run, i = g
+                alloc = run.alloc[i]
+                extra = run.pos[i] + tokens - alloc
+                if extra > EPS:
+                    p = run.pools[i]
+                    need = round_up(alloc + extra, p.block) - alloc
+                    if need > EPS:
+                        if p.used + (p.reserved - run.reserve[i]) + need > p.cap + EPS:
+                            return self.handover(B, C, assigned, left)
+                        try_grow(run, i, need)
+            assigned.append([j, tokens])
+            left -= tokens
+            if left <= 0:
+                return assigned
+        for p in self.admits:
+            if p.queue:
+                return self.handover(B, C, assigned, left)
+        if not assigned:
+            return self.handover(B, C, assigned, left)
+        return assigned
+
+    def handover(self, B, C, assigned, left):
+        plan = Plan(self, B, C)
+        plan.prefill_at_start = False  # (the fast path stops at the first prefill)
+        plan.assigned = assigned
+        plan.left = left
+        served = plan.served
+        for j, _ in assigned:
+            served.add(id(j))
+        return plan
 
     def plan_default(self, plan):
         """Serve the residents in order while the budget lasts; when every
@@ -455,8 +531,10 @@ class Step(Stage):
                 if outcome == "self" or plan.refused:
                     return
 
-    def start(self, plan, assigned):
-        """Steps 6 of the iteration: the cost, the claims, the event."""
+    def start(self, C, attn, assigned, plan):
+        """Steps 6 of the iteration: the cost, the claims, the event.
+        ``attn`` maps id(job) to a prefill chunk's attention term; ``plan`` is
+        for the iteration trace."""
         sim = self.sim
         ctx = self.ctx
         ctx.a = None
@@ -469,7 +547,7 @@ class Step(Stage):
                 ndec += 1.0
             else:
                 npre += t
-                attention += plan.attention.get(id(j), 0.0)
+                attention += attn.get(id(j), 0.0)
         ctx.ntok = ntok
         ctx.npre = npre
         ctx.attn = attention
@@ -484,7 +562,6 @@ class Step(Stage):
                     kvp += self.memory_of(j.session)
             ctx.kvb = kvb
             ctx.kvp = kvp
-        C = plan.C
         cost = self.cost(ctx)
         if not cost > 0.0:
             cost = 0.0
