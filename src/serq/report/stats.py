@@ -294,6 +294,24 @@ class ItlHistogram(object):
             if x > c[2]:
                 c[2] = x
 
+    def add_repeat(self, x: float, k: int) -> None:
+        """``add(x)`` ``k`` times: the same count, bucket and float sum."""
+        self.n += k
+        total = self.total
+        for _ in range(k):
+            total += x
+        self.total = total
+        b = _ZERO_BUCKET if x <= 0 else int(math.floor(math.log(x) / _LOG_STEP))
+        c = self.buckets.get(b)
+        if c is None:
+            self.buckets[b] = [k, x, x]
+        else:
+            c[0] += k
+            if x < c[1]:
+                c[1] = x
+            if x > c[2]:
+                c[2] = x
+
     def mean(self) -> Optional[float]:
         if self.n == 0:
             return None

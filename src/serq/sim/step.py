@@ -643,6 +643,11 @@ class Step(Stage):
         warm = sim.warm
         slot = sim.turn_slot
         itl = self.stats.itl
+        # Gaps are added in runs of equal values (``add_repeat``: the same
+        # float sum as one ``add`` each): in a batch of decodes most
+        # residents' previous token ended with the previous iteration.
+        gap = None
+        repeat = 0
         for j, t in assigned:
             if j.gone:
                 continue
@@ -659,7 +664,14 @@ class Step(Stage):
                 last = s.itl
                 if last is not None and last[0] == turn and warm and (
                         decode or last[2] or s.itl_preempted is last[3]):
-                    itl.add(now - last[1])
+                    x = now - last[1]
+                    if x == gap:
+                        repeat += 1
+                    else:
+                        if repeat:
+                            itl.add_repeat(gap, repeat)
+                        gap = x
+                        repeat = 1
                 s.itl = (turn, now, decode, self)
                 s.itl_preempted = None
             if done:
@@ -670,6 +682,8 @@ class Step(Stage):
                 self.done_flow(job, now)
                 j.session.cancel = None
                 sim.resume(j.session)
+        if repeat:
+            itl.add_repeat(gap, repeat)
 
     # ------------------------------------------------------------ statistics
 
