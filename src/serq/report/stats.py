@@ -171,6 +171,23 @@ class TimeAverage(object):
         return self.integral(end) / span
 
 
+def replay_pieces(a: "TimeAverage", ticks: Sequence[float], lo: int, end: int) -> None:
+    """``a.set(t, a.value)`` for ``t`` in ``ticks[lo:end]``: a time average
+    whose value stayed put takes its pieces late, with the same float
+    operations in the same order (a value of 0 adds nothing)."""
+    v = a.value
+    if v == 0.0:
+        return
+    area = a.area
+    last = a.last
+    for i in range(lo, end):
+        t = ticks[i]
+        area += v * (t - last)
+        last = t
+    a.area = area
+    a.last = last
+
+
 class IntervalAverage(object):
     """A time average accumulated one interval at a time (a step stage's
     iteration mix): ``add(t0, t1, v)`` adds ``v * (t1 - t0)`` for the part of

@@ -26,6 +26,10 @@ from .stages import Delay, Fifo, Flows, Ps, SharedStage
 from .step import Step
 
 READY_LIMIT = 1000
+
+#: Event times kept for the time averages that add their pieces late
+#: (settle); past this many, every stage and pool catches up.
+TICKS_KEPT = 4096
 _heappush = heapq.heappush
 
 
@@ -180,6 +184,8 @@ class Simulator(PoolSim):
         self.ended = 0
         self.turns = 0
         self.live_avg = TimeAverage(0.0)
+        self.ticks = [0.0]  # the times of the events since the last catch-up (settle)
+        self.catchers = []
         self.closed_at = -1.0  # livelock guard for closed workloads
         self.closed_count = 0
         self.changed = []
@@ -534,11 +540,28 @@ class Simulator(PoolSim):
         now = self.now
         self.live_avg.set(now, float(self.live))
         # Every stage's, then every pool's record (see run): a new piece of
-        # each time average at every event, as the reference's float bits need.
+        # each time average at every event, as the reference's float bits
+        # need.  The event times are kept in ``ticks``, and a stage or pool
+        # whose values did not change adds its pieces later (``catch_up``).
+        ticks = self.ticks
+        if ticks[-1] != now:
+            ticks.append(now)
+            if len(ticks) > TICKS_KEPT:
+                self.catch_up_all()
+                self.ticks = ticks = [now]
+                for r in self.catchers:
+                    r.synced = 0
         for record in self.recorders:
             record(now)
         if self.check_invariants:
             self.check_pools()
+
+    def catch_up_all(self):
+        """Every stage and pool adds the pieces it left for later, through
+        the last event."""
+        end = len(self.ticks)
+        for r in self.catchers:
+            r.catch_up(self.ticks, end)
 
     def read_gauges(self):
         now = self.now
@@ -579,7 +602,8 @@ class Simulator(PoolSim):
             for _ in range(a.value):
                 self.spawn()
         limit = prog.arrivals
-        self.recorders = [st.record for st in self.stages] + [p.record for p in self.pools]
+        self.catchers = list(self.stages) + list(self.pools)
+        self.recorders = [r.record for r in self.catchers]
         self.estimates = reads_estimates(prog)  # else no stage keeps its estimator
         self.settle()
         end = horizon
@@ -632,6 +656,7 @@ class Simulator(PoolSim):
                 raise RunError("run: arrivals drained at %s before or at warmup %s; no "
                                "measurement interval" % (fmt(end), fmt(prog.warmup)))
         self.read_gauges()
+        self.catch_up_all()
         self.end = end
         for st in self.steps:
             st.close(end)

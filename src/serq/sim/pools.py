@@ -11,7 +11,7 @@ Amounts are floats compared with a tolerance of 1e-9, as in the reference.
 import math
 from operator import attrgetter
 
-from ..report.stats import TimeAverage, Welford
+from ..report.stats import TimeAverage, Welford, replay_pieces
 
 EPS = 1e-9
 _seq = attrgetter("seq")
@@ -129,6 +129,10 @@ class Pool(object):
         self.admission = AdmissionStats()
         self.blocked = False  # the head holds back a hold that fits (last attempt)
         self.blocked_key = None  # what the pool looked like at the last scan
+        # The six values the time averages were last set from, and the index
+        # in ``sim.ticks`` up to which their pieces are added (``record``).
+        self.sig = (0.0, 0.0, 0, 0, 0.0, False)
+        self.synced = -1
         c = compiler
         self.evict_keys = None if decl.evict is None else [c.expr(k) for k in decl.evict]
         self.queue_keys = None if decl.queue is None else [c.expr(k) for k in decl.queue]
@@ -143,10 +147,22 @@ class Pool(object):
 
     def record(self, now):
         # ``TimeAverage.set(now, v)`` of the six signals, inlined (the same
-        # float operations): this runs for every pool at every event.  A
-        # signal that was 0 and stays 0 is left alone: its piece would add
-        # 0 * (now - last) = +0 to an area that is never -0, and ``last``
-        # matters only while the value is not 0.
+        # float operations).  This runs for every pool at every event; while
+        # none of the six values changes, the pieces wait in ``sim.ticks``
+        # and ``catch_up`` adds them, in order, when one does (or at the
+        # end).  A signal that was 0 and stays 0 is left alone: its piece
+        # would add 0 * (now - last) = +0 to an area that is never -0, and
+        # ``last`` matters only while the value is not 0.
+        sig = (self.used, self.cached, len(self.queue), len(self.holders), self.reserved,
+               self.blocked)
+        if sig == self.sig:
+            return
+        self.sig = sig
+        ticks = self.sim.ticks
+        k = len(ticks) - 1
+        if self.synced < k - 1:
+            self.catch_up(ticks, k)
+        self.synced = k
         st = self.stats
         v = self.used
         a = st.used
@@ -186,6 +202,17 @@ class Pool(object):
             a.last = now
             a.value = v
 
+    def catch_up(self, ticks, end):
+        """Add the pieces of the events ``ticks[synced + 1:end]`` (values
+        unchanged since the last ``record`` that set them)."""
+        lo = self.synced + 1
+        if lo < end:
+            st = self.stats
+            ad = self.admission
+            for a in (st.used, st.cached, st.queue, st.holders, ad.reserved, ad.blocking):
+                replay_pieces(a, ticks, lo, end)
+        self.synced = end - 1
+
     def restart(self, now):
         st = self.stats
         st.used.restart(now)
@@ -194,6 +221,7 @@ class Pool(object):
         st.holders.restart(now)
         self.admission.reserved.restart(now)
         self.admission.blocking.restart(now)
+        self.synced = len(self.sim.ticks) - 1  # (pieces before now are dropped)
 
     # ----------------------------------------------------------------- cache
 

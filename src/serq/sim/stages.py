@@ -14,7 +14,7 @@ starts.
 import heapq
 from collections import deque
 
-from ..report.stats import TimeAverage, Welford
+from ..report.stats import TimeAverage, Welford, replay_pieces
 
 EPS = 1e-9
 
@@ -50,13 +50,26 @@ class Stage(object):
     def present(self):
         raise NotImplementedError
 
+    #: What the stage's time averages were last set from (``present()``),
+    #: and the index in ``sim.ticks`` up to which their pieces are added.
+    last_n = 0
+    synced = -1
+
     def record(self, now):
+        # The time averages take a piece at every event (see TimeAverage);
+        # while the number present stays the same the pieces wait in
+        # ``sim.ticks`` and are added, in order, by ``catch_up``.
         n = self.present()
-        if n == 0 and self.stats.util.value == 0.0:
-            return  # idle and was idle: both pieces would add +0 (see Pool.record)
+        if n == self.last_n:
+            return
+        self.last_n = n
+        ticks = self.sim.ticks
+        k = len(ticks) - 1
+        if self.synced < k - 1:
+            self.catch_up(ticks, k)
+        self.synced = k
         st = self.stats
-        # TimeAverage.set twice, inlined (the same float operations): this
-        # runs for every stage at every event.
+        # TimeAverage.set twice, inlined (the same float operations).
         a = st.number
         a.area += a.value * (now - a.last)
         a.last = now
@@ -66,10 +79,21 @@ class Stage(object):
         a.last = now
         a.value = 1.0 if n > 0 else 0.0
 
+    def catch_up(self, ticks, end):
+        """Add the pieces of the events ``ticks[synced + 1:end]``, where the
+        values did not change (the same operations as a ``set`` at each)."""
+        lo = self.synced + 1
+        if lo < end:
+            st = self.stats
+            replay_pieces(st.number, ticks, lo, end)
+            replay_pieces(st.util, ticks, lo, end)
+        self.synced = end - 1
+
     def restart(self, now):
         st = self.stats
         st.number.restart(now)
         st.util.restart(now)
+        self.synced = len(self.sim.ticks) - 1  # (pieces before now are dropped)
 
     def done(self, job, now):
         """Book-keeping of a finished job, then the session goes on."""
@@ -355,6 +379,9 @@ class SharedStage(Stage):
         a.area += a.value * (now - a.last)
         a.last = now
         a.value = load / self.cap
+
+    def catch_up(self, ticks, end):
+        pass  # (recorded at every event: the load changes with the flows)
 
     def work_left(self, now):
         total = 0.0
