@@ -243,16 +243,18 @@ class Step(Stage):
 
     def memory_of(self, session):
         """Units all holds of ``session`` have in the stage's memory pool."""
-        memory = self.memory
-        if memory is None:
+        if self.memory is None:
             return 0.0
+        mp = self.sim.pools[self.memory]
         total = 0.0  # the holds of this leg (or session) only, as 0.1.3 reads them
         for run in session.holds:
-            i = 0
-            for p in run.pools:
-                if p.index == memory and not run.done[i]:
-                    total += run.alloc[i]
-                i += 1
+            pools = run.pools
+            if mp in pools:  # (pools compare by identity)
+                i = 0
+                for p in pools:
+                    if p is mp and not run.done[i]:
+                        total += run.alloc[i]
+                    i += 1
         return total
 
     def totals(self, ctx, jobs):
