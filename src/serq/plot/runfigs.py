@@ -8,6 +8,7 @@ from .figure import Section, pyplot
 from .rundata import SERIES_PREFIX, RunData
 
 MAX_LINES = 12  # lines per time-series panel
+MAX_GAUGES = 6  # the program's own gauges, one panel each
 MAX_JOBS = 30  # request rows of the Gantt chart
 MIX_COLOURS = {"prefill": "#e07b39", "decode": "#3a78b5", "mixed": "#8e5ea2", "empty": "#999999"}
 MODE_COLOURS = {"p": "#e07b39", "d": "#3a78b5"}
@@ -74,7 +75,8 @@ def series_section(plt, data: RunData) -> Optional[Section]:
     queues = [n for n in data.gauges if n.startswith(SERIES_PREFIX + "queued.")] + \
         [n for n in data.gauges if n.startswith(SERIES_PREFIX + "queue.")]
     own = [n for n in data.gauges if not n.startswith(SERIES_PREFIX)]
-    panels = [p for p in (("occupancy", occ), ("queues", queues), ("gauges", own)) if p[1]]
+    panels = [p for p in (("occupancy", occ), ("queues", queues)) if p[1]] + \
+        [("gauge", [n]) for n in own[:MAX_GAUGES]]
     if not panels:
         return None
     fig, axes = plt.subplots(len(panels), 1, figsize=(10.4, 2.7 * len(panels)), squeeze=False,
@@ -93,12 +95,14 @@ def series_section(plt, data: RunData) -> Optional[Section]:
             ax.set_ylabel("sessions")
         else:
             _series_panel(ax, data, names, data.end, lambda n: n)
-            ax.set_title("The program's gauges", fontsize=10)
-            ax.set_ylabel("value")
+            ax.set_title("gauge %s" % names[0], fontsize=10)
+            ax.set_ylabel(names[0])
     axes[-1][0].set_xlabel("time")
-    return Section("Over time", fig, "Step functions of the state over the whole run (the "
-                   "warm-up shaded)." if data.warmup else "Step functions of the state over "
-                   "the whole run.")
+    caption = "Step functions of the state over the whole run%s." % (
+        " (the warm-up shaded)" if data.warmup else "")
+    if len(own) > MAX_GAUGES:
+        caption += " The program's first %d gauges of %d." % (MAX_GAUGES, len(own))
+    return Section("Over time", fig, caption)
 
 
 def gantt_window(iters, start: float, count: int):
