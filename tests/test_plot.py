@@ -113,27 +113,33 @@ def test_sweep_table_to_png(tmp_path):
     assert_not_blank(pixels)
 
 
-def test_sweep_plot_errors(tmp_path):
+def test_sweep_plot_errors(tmp_path, capsys):
+    from serq.cli import main
+
+    def plot(*args):
+        code = main(["plot"] + [str(a) for a in args])
+        return code, capsys.readouterr().err
+
     table = tmp_path / "t.csv"
     table.write_text("lam,metric,mean,ci_low,ci_high,n_seeds\n"
                      "0.5,observe.resp.mean,1.5,1,2,3\n0.7,observe.resp.mean,2.5,2,3,3\n")
-    r = serq_cli("plot", table, "--metric", "observe.rsp.mean", "-o", tmp_path / "x.png")
-    assert r.returncode == 2 and "did you mean observe.resp.mean" in r.stderr
-    r = serq_cli("plot", table, "--x", "cap", "-o", tmp_path / "x.png")
-    assert r.returncode == 2 and "swept constants are lam" in r.stderr
-    r = serq_cli("plot", table, "-o", tmp_path / "x.pdf")
-    assert r.returncode == 2 and "OUT.png" in r.stderr
-    r = serq_cli("plot", table, "--run", "x.sq", "-o", tmp_path / "x.png")
-    assert r.returncode == 2 and "exactly one" in r.stderr
-    r = serq_cli("plot", table, "--seed", "3", "-o", tmp_path / "x.png")
-    assert r.returncode == 2 and "--seed applies to a run" in r.stderr
+    code, err = plot(table, "--metric", "observe.rsp.mean", "-o", tmp_path / "x.png")
+    assert code == 2 and "did you mean observe.resp.mean" in err
+    code, err = plot(table, "--x", "cap", "-o", tmp_path / "x.png")
+    assert code == 2 and "swept constants are lam" in err
+    code, err = plot(table, "-o", tmp_path / "x.pdf")
+    assert code == 2 and "OUT.png" in err
+    code, err = plot(table, "--run", "x.sq", "-o", tmp_path / "x.png")
+    assert code == 2 and "exactly one" in err
+    code, err = plot(table, "--seed", "3", "-o", tmp_path / "x.png")
+    assert code == 2 and "--seed applies to a run" in err
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n")
-    r = serq_cli("plot", bad, "-o", tmp_path / "x.png")
-    assert r.returncode == 2 and "not a sweep table" in r.stderr
-    assert "Traceback" not in r.stderr
-    r = serq_cli("plot", table, "-o", tmp_path / "ok.png")
-    assert r.returncode == 0, r.stderr
+    code, err = plot(bad, "-o", tmp_path / "x.png")
+    assert code == 2 and "not a sweep table" in err
+    code, err = plot(table, "-o", tmp_path / "ok.png")
+    assert code == 0, err
+    assert decode_png((tmp_path / "ok.png").read_bytes()).shape[0] > 100
 
 
 def test_run_report_html_is_self_contained(step_program, tmp_path):

@@ -122,7 +122,13 @@ def run_local(tasks: Sequence[Task], jobs: int, advance: Callable[[], None]) -> 
             out.append(run_task(t))
             advance()
         return out
-    ex = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), initializer=_ignore_sigint)
+    import multiprocessing
+    # Not fork: the progress bar's thread is running (forking a process with
+    # threads can deadlock the child); a fork server starts clean.
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    ex = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
+                             initializer=_ignore_sigint)
     out = []
     try:
         pending = {ex.submit(run_task, t) for t in tasks}
