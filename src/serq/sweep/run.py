@@ -138,7 +138,11 @@ def run_local(tasks: Sequence[Task], jobs: int, advance: Callable[[], None]) -> 
                 out.append(f.result())
                 advance()
     except BaseException:
+        # Ctrl-C (or a bug): stop the workers now rather than after their runs.
+        workers = list((getattr(ex, "_processes", None) or {}).values())
         ex.shutdown(wait=False, cancel_futures=True)
+        for w in workers:
+            w.terminate()
         raise
     ex.shutdown()
     return out
