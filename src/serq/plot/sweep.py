@@ -6,7 +6,7 @@ import fnmatch
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
-from ..sweep.table import Table, _cell
+from ..sweep.table import Table, cell
 from .figure import Section, pyplot
 
 DEFAULT_METRICS = ("observe.*.mean", "observe.*.p99")
@@ -74,7 +74,7 @@ def sweep_figures(table: Table, x: Optional[str], patterns: Sequence[str],
             rows.sort(key=lambda r: r.point[j])
             xs = [r.point[j] for r in rows]
             ys = [r.mean for r in rows]
-            label = ", ".join("%s=%s" % (table.params[k], _cell(v))
+            label = ", ".join("%s=%s" % (table.params[k], cell(v))
                               for k, v in zip(others, key)) or None
             line, = ax.plot(xs, ys, marker="o", ms=3.5, lw=1.5, label=label)
             band = [(r.point[j], r.ci_low, r.ci_high) for r in rows if r.ci_low is not None]
@@ -94,6 +94,6 @@ def sweep_figures(table: Table, x: Optional[str], patterns: Sequence[str],
         "/".join(str(s) for s in seeds), "" if seeds == [1] else "s")
     if fixed:
         caption += " Fixed: %s." % ", ".join("%s=%s" % (table.params[k],
-                                                        _cell(table.rows[0].point[k]))
+                                                        cell(table.rows[0].point[k]))
                                              for k in fixed)
     return [Section("Against %s" % xname, fig, caption)]

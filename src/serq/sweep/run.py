@@ -42,8 +42,8 @@ class Sweep:
 
 
 def _describe(axes: Sequence[Axis], point: Tuple) -> str:
-    from .table import _cell
-    return " ".join("%s=%s" % (ax.name, _cell(v)) for ax, v in zip(axes, point)) or "the program"
+    from .table import cell
+    return " ".join("%s=%s" % (ax.name, cell(v)) for ax, v in zip(axes, point)) or "the program"
 
 
 def compile_points(sweep: Sweep) -> List:

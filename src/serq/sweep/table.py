@@ -88,7 +88,7 @@ def aggregate(params: List[str], points: Sequence[Tuple],
     return Table(list(params), rows)
 
 
-def _cell(v) -> str:
+def cell(v) -> str:
     if v is None:
         return ""
     if isinstance(v, str):
@@ -107,8 +107,8 @@ def to_csv(table: Table) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(list(table.params) + list(COLUMNS))
     for r in table.rows:
-        w.writerow([_cell(v) for v in r.point] +
-                   [r.metric, _cell(r.mean), _cell(r.ci_low), _cell(r.ci_high), str(r.n_seeds)])
+        w.writerow([cell(v) for v in r.point] +
+                   [r.metric, cell(r.mean), cell(r.ci_low), cell(r.ci_high), str(r.n_seeds)])
     return buf.getvalue()
 
 
@@ -137,7 +137,7 @@ def write(table: Table, path: Optional[str]) -> None:
             if all(isinstance(v, float) for v in vals):
                 cols[name] = pa.array(vals, type=pa.float64())
             else:
-                cols[name] = pa.array([_cell(v) for v in vals], type=pa.string())
+                cols[name] = pa.array([cell(v) for v in vals], type=pa.string())
         cols["metric"] = pa.array([r.metric for r in table.rows], type=pa.string())
         for key in ("mean", "ci_low", "ci_high"):
             cols[key] = pa.array([getattr(r, key) for r in table.rows], type=pa.float64())
