@@ -2,4 +2,6 @@ import sys
 
 from .cli import main
 
-sys.exit(main())
+# Guarded: `serq sweep`'s worker processes import the parent's main module.
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,6 +7,10 @@
     serq ir    FILE [--set …]... [--def …]... [--seed N] [--horizon T]
                     [--warmup T] [--arrivals N] [--trace F]
     serq ir    --from-json IR.json
+    serq sweep FILE --set NAME=A:B:N|A,B,C|V ... [--seeds N] [--jobs N]
+               [--backend ray --address ADDR] [-o TABLE.csv|.parquet]
+    serq plot  TABLE.csv [--x NAME] [--metric PATTERN]... -o OUT.png|OUT.html
+    serq plot  --run FILE [--seed N] [--set …] -o OUT.png|OUT.html
 
 Exit status: 0 success, 1 an error in the user's input (printed as
 ``FILE:LINE:COL: error: …`` with the source line and a caret), 2 a usage
@@ -115,7 +119,50 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("file", nargs="?")
     i.add_argument("--from-json", metavar="IR", help="read IR JSON and print it back")
     overrides(i, True)
+    _sweep_parser(sub)
+    _plot_parser(sub)
     return ap
+
+
+def _sweep_parser(sub) -> None:
+    w = sub.add_parser("sweep", help="run a program over a grid of constants and seeds; "
+                       "write a table of means and confidence intervals",
+                       description="Run FILE at every point of the grid the --set options "
+                       "span, with --seeds seeds each, and write one row per point and "
+                       "metric: the swept constants, metric, mean, ci_low, ci_high "
+                       "(95%% Student-t over the seeds), n_seeds.")
+    w.add_argument("file", help="a program (.sq)")
+    w.add_argument("--set", action="append", default=[], metavar="NAME=SPEC",
+                   help="a `let` constant's values: V (one value), A,B,C (a list) or "
+                   "A:B:N (N values from A to B, both included)")
+    w.add_argument("--def", dest="defs", action="append", default=[], metavar="NAME=EXPR",
+                   help="replace an expression definition's body (every point)")
+    w.add_argument("--seeds", type=_pos_int, default=1, metavar="N",
+                   help="runs per point, with seeds S, S+1, ..., S+N-1 (default 1)")
+    w.add_argument("--seed", type=_nonneg_int, default=1, metavar="S",
+                   help="the first seed (default 1; the program's own seed is not used)")
+    w.add_argument("--horizon", type=lambda t: _time(t, True))
+    w.add_argument("--warmup", type=lambda t: _time(t, False))
+    w.add_argument("--arrivals", type=_pos_int)
+    w.add_argument("--trace", metavar="FILE")
+    w.add_argument("--jobs", "-j", type=_pos_int, metavar="N",
+                   help="processes for the local backend (default: every core)")
+    w.add_argument("--backend", choices=("local", "ray"), default="local",
+                   help="local processes (default) or a Ray cluster")
+    w.add_argument("--address", metavar="ADDR",
+                   help="with --backend ray: the cluster's address (host:port); without it "
+                   "Ray starts a local cluster")
+    w.add_argument("-o", "--output", metavar="FILE",
+                   help="write the table to FILE (.csv, or .parquet with the `parquet` "
+                   "extra); default: CSV on standard output")
+    w.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _plot_parser(sub) -> None:
+    from .plot.cli import add_arguments
+    p = sub.add_parser("plot", help="draw a sweep's curves, or one run's distributions, "
+                       "series and iterations, as PNG or a self-contained HTML report")
+    add_arguments(p, _pair)
 
 
 def _compile(args, run_settings: bool):
@@ -279,6 +326,24 @@ def _cmd_ir(args) -> int:
     return 0
 
 
+def _cmd_sweep(args) -> int:
+    from .sweep.grid import parse_axis
+    from .sweep.run import Sweep, run_sweep
+    from .sweep.table import write
+    if args.address and args.backend != "ray":
+        raise UsageError("`--address` names a Ray cluster: use it with `--backend ray`")
+    if args.jobs and args.backend == "ray":
+        raise UsageError("`--jobs` sets the local processes; a Ray cluster schedules its own")
+    sweep = Sweep(file=args.file, axes=[parse_axis(t) for t in args.set],
+                  defs=dict(_pair(t, "--def") for t in args.defs), seeds=args.seeds,
+                  first_seed=args.seed, horizon=args.horizon, warmup=args.warmup,
+                  arrivals=args.arrivals, trace=args.trace)
+    table = run_sweep(sweep, jobs=args.jobs, backend=args.backend, address=args.address,
+                      show_progress=not args.quiet and sys.stderr.isatty())
+    write(table, args.output)
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = _parser()
     try:
@@ -293,6 +358,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_check(args)
         if args.command == "run":
             return _cmd_run(args)
+        if args.command == "sweep":
+            return _cmd_sweep(args)
+        if args.command == "plot":
+            from .plot.cli import command
+            return command(args)
         return _cmd_ir(args)
     except UsageError as e:
         sys.stderr.write("serq: %s\n" % e.render())

@@ -1,0 +1,123 @@
+"""``serq plot``: its arguments and its command (the drawing is elsewhere).
+
+    serq plot TABLE.csv|.parquet [--x NAME] [--metric PATTERN]... -o OUT
+    serq plot --run FILE [--seed N] [--set …] [--def …] [--horizon T] … -o OUT
+    serq plot --dump DIR [--iterations FILE] -o OUT
+
+OUT ends in ``.png`` (one image, the figures stacked) or ``.html`` (one
+self-contained page, every figure embedded as a PNG data URI).
+"""
+import math
+import os
+import tempfile
+
+from ..errors import UsageError
+
+
+def _number(text: str) -> float:
+    import argparse
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number" % text)
+    if math.isnan(v) or math.isinf(v):
+        raise argparse.ArgumentTypeError("%r is not a finite number" % text)
+    return v
+
+
+def add_arguments(p, pair) -> None:
+    from ..cli import _nonneg_int, _pos_int, _time
+    p.add_argument("table", nargs="?", help="a sweep's table (serq sweep -o TABLE)")
+    p.add_argument("--run", metavar="FILE",
+                   help="run FILE once and draw its observations' CDFs, pool occupancy and "
+                   "queue lengths over time and a Gantt chart of its step iterations")
+    p.add_argument("--dump", metavar="DIR",
+                   help="with --run: also keep the run's series here (serq run --dump); "
+                   "alone: draw a dump written by `serq run --dump DIR`")
+    p.add_argument("--iterations", metavar="FILE",
+                   help="with --dump DIR: an iteration trace (serq run --trace-iterations)")
+    p.add_argument("-o", "--output", metavar="OUT", required=True,
+                   help="OUT.png (one image) or OUT.html (a self-contained report)")
+    g = p.add_argument_group("sweep tables")
+    g.add_argument("--x", metavar="NAME", help="the swept constant on the x axis (default: "
+                   "the first one with more than one value)")
+    g.add_argument("--metric", action="append", default=[], metavar="PATTERN",
+                   help="metrics to draw, one panel each; shell-style patterns "
+                   "(default: observe.*.mean and observe.*.p99)")
+    g.add_argument("--log-y", action="store_true", help="logarithmic y axes")
+    r = p.add_argument_group("one run")
+    r.add_argument("--set", action="append", default=[], metavar="NAME=EXPR")
+    r.add_argument("--def", dest="defs", action="append", default=[], metavar="NAME=EXPR")
+    r.add_argument("--seed", type=_nonneg_int)
+    r.add_argument("--horizon", type=lambda t: _time(t, True))
+    r.add_argument("--warmup", type=lambda t: _time(t, False))
+    r.add_argument("--arrivals", type=_pos_int)
+    r.add_argument("--trace", metavar="FILE")
+    r.add_argument("--observe", action="append", default=[], metavar="NAME",
+                   help="observations whose CDF to draw (default: all)")
+    r.add_argument("--gantt-from", type=_number, metavar="T",
+                   help="the Gantt chart starts at time T (default: the warm-up's end)")
+    r.add_argument("--gantt-iterations", type=_pos_int, default=60, metavar="N",
+                   help="iterations the Gantt chart shows (default 60)")
+    p.set_defaults(pair=pair)
+
+
+def _output_kind(path: str) -> str:
+    low = path.lower()
+    if low.endswith(".png"):
+        return "png"
+    if low.endswith(".html") or low.endswith(".htm"):
+        return "html"
+    raise UsageError("-o %s: write OUT.png (an image) or OUT.html (a report)" % path)
+
+
+def command(args) -> int:
+    kind = _output_kind(args.output)
+    modes = [m for m, on in (("TABLE", args.table), ("--run", args.run),
+                             ("--dump", args.dump and not args.run)) if on]
+    if len(modes) != 1:
+        raise UsageError("serq plot draws a sweep's TABLE, one program (--run FILE) or a dump "
+                         "(--dump DIR): give exactly one" +
+                         ("" if not modes else " (got %s)" % " and ".join(modes)))
+    run_only = ("--set", args.set), ("--def", args.defs), ("--seed", args.seed is not None), \
+        ("--horizon", args.horizon is not None), ("--warmup", args.warmup is not None), \
+        ("--arrivals", args.arrivals is not None), ("--trace", args.trace is not None)
+    if not args.run:
+        given = [flag for flag, on in run_only if on]
+        if given:
+            raise UsageError("%s applies to a run: use it with --run FILE" % given[0])
+    if not args.dump and args.iterations:
+        raise UsageError("--iterations goes with --dump DIR")
+    if args.table:
+        if args.observe or args.gantt_from is not None:
+            raise UsageError("--observe and --gantt-from draw one run: use them with --run")
+        from .sweep import sweep_figures
+        from ..sweep.table import read
+        figures = sweep_figures(read(args.table), args.x, args.metric, args.log_y)
+        title = "serq sweep: %s" % os.path.basename(args.table)
+        notes, report = [], None
+    else:
+        if args.x or args.metric or args.log_y:
+            raise UsageError("--x, --metric and --log-y draw a sweep's table")
+        from .rundata import load_dump, run_and_dump
+        if args.run:
+            sets = dict(args.pair(t, "--set") for t in args.set)
+            defs = dict(args.pair(t, "--def") for t in args.defs)
+            keep = args.dump
+            with tempfile.TemporaryDirectory(prefix="serq-plot-") as tmp:
+                data = run_and_dump(args.run, keep or tmp, sets, defs, seed=args.seed,
+                                    horizon=args.horizon, warmup=args.warmup,
+                                    arrivals=args.arrivals, trace=args.trace)
+            title = "serq run: %s" % os.path.basename(args.run)
+        else:
+            data = load_dump(args.dump, args.iterations)
+            title = "serq dump: %s" % args.dump
+        from .runfigs import run_figures
+        figures, notes = run_figures(data, args.observe, args.gantt_from, args.gantt_iterations)
+        report = data.report_text
+    from .output import write_html, write_png
+    if kind == "png":
+        write_png(figures, args.output)
+    else:
+        write_html(figures, args.output, title, notes, report)
+    return 0

@@ -1,0 +1,44 @@
+"""``serq sweep --backend ray [--address ADDR]``: the tasks on a Ray cluster.
+
+Each (point, seed) is one Ray task running :func:`serq.sweep.run.run_task`;
+the workers import ``serq`` (install the same serq on every node) and read
+a program's trace from the absolute path the driver gives it (the file must
+be there on every node).  Without ``--address`` Ray starts a local cluster
+for the sweep (``ray.init()``).  Needs the ``ray`` extra.
+"""
+import logging
+from typing import Callable, List, Optional, Sequence
+
+from ..errors import UsageError
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise UsageError("the ray backend needs Ray: pip install 'serq[ray]'") from None
+    return ray
+
+
+def run_ray(tasks: Sequence, address: Optional[str], advance: Callable[[], None]) -> List:
+    ray = _ray()
+    from .run import run_task
+    try:
+        kw = {} if address else {"include_dashboard": False}
+        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, **kw)
+    except (ConnectionError, ValueError, RuntimeError) as e:
+        raise UsageError("cannot connect to the Ray cluster at %s: %s"
+                         % (address or "(a new local cluster)", str(e).splitlines()[0]
+                            if str(e) else type(e).__name__)) from None
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=0)(run_task)
+        pending = [remote.remote(t) for t in tasks]
+        out = []
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            out.extend(ray.get(done))
+            for _ in done:
+                advance()
+        return out
+    finally:
+        ray.shutdown()
