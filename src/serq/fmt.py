@@ -416,3 +416,62 @@ def _check_same(before: str, after: str, file: str) -> None:
             i = min(len(a), len(b))
         raise AssertionError("the formatter changed the program's tokens or comments at item %d "
                              "(%r became %r)" % (i, a[i:i + 3], b[i:i + 3]))
+
+
+def format_file(path: str) -> Tuple[str, str]:
+    """A program file's text and its canonical layout.  A file that does not
+    parse raises its located ``SerqError`` (and is left alone by the caller)."""
+    from .compiler import read_source
+    from .syntax.parser import parse_program
+    if path == "-":
+        import sys
+        text = sys.stdin.read()
+        file = "<stdin>"
+    else:
+        text = read_source(path)
+        file = path
+    parse_program(text, file)
+    return text, format_source(text, file, None if path == "-" else path)
+
+
+def fmt_command(paths: List[str], check: bool, diff: bool, stdout: bool, out, err) -> int:
+    """``serq fmt``: rewrite each file in its canonical layout (``-``: standard
+    input to standard output); ``check``: only list the files that would
+    change (exit 1 if any); ``diff``: print what would change instead of
+    writing; ``stdout``: print the formatted text instead of writing."""
+    import difflib
+    from .errors import SerqError, UsageError
+    status = 0
+    changed = []
+    for path in paths:
+        try:
+            text, new = format_file(path)
+        except UsageError:
+            raise
+        except SerqError as e:
+            err.write(e.render() + "\n")
+            status = 1
+            continue
+        if new != text:
+            changed.append(path)
+        if diff:
+            name = "<stdin>" if path == "-" else path
+            out.writelines(difflib.unified_diff(text.splitlines(True), new.splitlines(True),
+                                                name, name + " (formatted)"))
+        elif check:
+            pass
+        elif stdout or path == "-":
+            out.write(new)
+        elif new != text:
+            try:
+                with open(path, "w", encoding="utf-8", newline="") as f:
+                    f.write(new)
+            except OSError as e:
+                raise UsageError("cannot write %s: %s" % (path, e.strerror or e))
+    if check:
+        for path in changed:
+            out.write("would reformat %s\n" % path)
+        if changed:
+            err.write("%d file(s) would be reformatted (run `serq fmt` on them)\n" % len(changed))
+            status = 1
+    return status
