@@ -293,6 +293,11 @@ class _Writer(object):
     def space(self, a: Optional[_Tok], b: _Tok) -> bool:
         if a is None:
             return False
+        return self.wants_space(a, b) or not _joinable(a.raw, b.raw)
+
+    def wants_space(self, a: _Tok, b: _Tok) -> bool:
+        if a is None:
+            return False
         if b.kind == PUNCT and b.text in (")", "]", ",", ";", "."):
             return False
         if a.kind == PUNCT and a.text in ("(", "[", ".", "~", "!"):
@@ -315,6 +320,25 @@ class _Writer(object):
         if b.is_p("["):
             return not (a.kind == IDENT or (a.kind == PUNCT and a.text in (")", "]")))
         return True
+
+
+_JOIN_CACHE = {}
+
+
+def _joinable(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` written together still read as those two
+    tokens (`!` `=` would read as `!=`, `1` `.` as `1.`)."""
+    key = (a, b)
+    got = _JOIN_CACHE.get(key)
+    if got is None:
+        try:
+            toks = tokenize(a + b)
+            got = len(toks) == 3 and toks[0].text == tokenize(a)[0].text
+        except SyntaxError_:
+            got = False
+        if len(_JOIN_CACHE) < 4096:
+            _JOIN_CACHE[key] = got
+    return got
 
 
 def _align_comments(lines: List[_Line]) -> List[str]:
@@ -374,7 +398,7 @@ def format_source(text: str, file: str = "<text>", path: Optional[str] = None) -
         nxt = items[k + 1]
         if w.depth == 0 and w.stmt_start and not w.brackets and first_of_stmt:
             # the first item (comment or token) of a top-level statement
-            if it.kind != "comment" or it.nl_before > 0:
+            if it.kind != "comment" or it.nl_before > 0 or not w.lines:
                 if w.lines:
                     j = k
                     while items[j].kind == "comment":
@@ -383,7 +407,9 @@ def format_source(text: str, file: str = "<text>", path: Optional[str] = None) -
                         w.blank = True
                 first_of_stmt = False
         if it.kind == "comment":
-            w.comment(it, nxt.kind != "comment" and nxt.nl_before == 0 and nxt.kind != EOF)
+            # whether the next token follows on this line (a `}` never does)
+            w.comment(it, nxt.kind not in ("comment", EOF) and nxt.nl_before == 0
+                      and not nxt.is_p("}"))
             continue
         if it.nl_before >= 2 and w.stmt_start:
             w.blank = True

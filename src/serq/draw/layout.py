@@ -285,9 +285,10 @@ def _wrap(path: Seq, memo) -> List[Seq]:
     width = 0.0
     for item in path.items:
         w = _measure(item, memo)[0]
-        # a small last item may overshoot a little rather than sit alone
-        limit = ROW_MAX + (200 if item is path.items[-1] and w < 200 else 0)
-        if cur and width + GAP + w > limit:
+        # a row holds at least a third of the width, and a small last item
+        # (`done`) never sits alone
+        small_last = item is path.items[-1] and w < 200
+        if cur and width + GAP + w > ROW_MAX and width >= ROW_MAX / 3 and not small_last:
             rows.append(Seq(cur))
             cur, width = [], 0.0
         width += (GAP if cur else 0.0) + w
