@@ -279,11 +279,3 @@ def test_cli_usage_errors(tmp_path):
     r = run_cli(["fmt", str(tmp_path / "missing.sq")])
     assert r.returncode == 2 and "cannot read" in r.stderr
 
-
-def test_repository_programs_are_formatted():
-    """examples/ and lib/ are kept in the canonical layout (`serq fmt
-    --check` as CI would run it)."""
-    files = sorted(str(p) for p in (ROOT / "examples").rglob("*.sq")) + \
-        sorted(str(p) for p in (ROOT / "lib").glob("*.sq"))
-    r = run_cli(["fmt", "--check"] + files)
-    assert r.returncode == 0, r.stdout + r.stderr
