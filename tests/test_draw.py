@@ -156,6 +156,24 @@ def test_tikz_structure(path):
     assert used <= colors
 
 
+PDFLATEX = shutil.which("pdflatex")
+
+
+@pytest.mark.skipif(PDFLATEX is None, reason="pdflatex is not installed (optional: apt packages "
+                    "texlive-latex-base texlive-pictures)")
+def test_latex_compiles_the_tikz(tmp_path):
+    path = ROOT / "examples" / "pd_disaggregation.sq"
+    (tmp_path / "pic.tikz").write_text(draw(compile_program(str(path)), "tikz", "pd_disagg.sq"))
+    (tmp_path / "doc.tex").write_text(
+        "\\documentclass{article}\n\\usepackage[paperwidth=120cm,paperheight=60cm]{geometry}\n"
+        "\\usepackage{tikz}\n\\usetikzlibrary{arrows.meta}\n\\begin{document}\n"
+        "\\input{pic.tikz}\n\\end{document}\n")
+    r = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+                       cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert (tmp_path / "doc.pdf").stat().st_size > 1000
+
+
 def test_tikz_escapes():
     assert escape("a_b & 50% {x} #1 $") == r"a\_b \& 50\% \{x\} \#1 \$"
     assert escape("~exp(2) ^ …") == r"\textasciitilde{}exp(2) \textasciicircum{} \ldots{}"

@@ -12,6 +12,16 @@ def escape(s: str) -> str:
     return "".join(_SPECIAL.get(ch, ch) for ch in s)
 
 
+def _text(s: str) -> str:
+    """A line of a box: leading spaces kept (TeX would drop them)."""
+    stripped = s.lstrip(" ")
+    return "\\ " * (len(s) - len(stripped)) + escape(stripped)
+
+
+def _size(pt: float) -> str:
+    return "\\fontsize{%s}{%s}\\selectfont" % (_n(pt), _n(pt + 2))
+
+
 def _n(x: float) -> str:
     s = "%.1f" % x
     return s[:-2] if s.endswith(".0") else s
@@ -32,10 +42,11 @@ def render(lay: Layout) -> str:
     colors.update(ln.color for ln in lay.lines)
     colors.update(lb.color for lb in lay.labels)
     colors.update(f.color for f in lay.frames)
-    out = ["% serq draw: needs \\usepackage{tikz} (and \\usetikzlibrary{arrows.meta})"]
+    out = ["% serq draw: needs \\usepackage{tikz} and \\usetikzlibrary{arrows.meta}; one unit is",
+           "% 1pt, so scale the picture to a page with \\resizebox{\\linewidth}{!}{...}"]
     for c in sorted(colors):
         out.append("\\definecolor{%s}{HTML}{%s}" % (_color(c), c.lstrip("#").upper()))
-    out.append("\\begin{tikzpicture}[x=1pt,y=1pt,font=\\ttfamily\\footnotesize,"
+    out.append("\\begin{tikzpicture}[x=1pt,y=1pt,font=\\ttfamily\\frenchspacing" + _size(12) + ","
                "every node/.style={inner sep=0pt}]")
     out.append("\\fill[white] %s rectangle %s;" % (_pt(0, 0), _pt(lay.width, lay.height)))
     for f in lay.frames:
@@ -67,7 +78,7 @@ def render(lay: Layout) -> str:
             out.append("\\filldraw[%s%s] %s rectangle %s;" % (
                 style, rc, _pt(b.x, b.y), _pt(b.x + b.w, b.y + b.h)))
         for i, line in enumerate(b.lines):
-            text = escape(line)
+            text = _text(line)
             if i == 0 and b.bold_first:
                 text = "\\textbf{%s}" % text
             out.append("\\node[anchor=base west] at %s {%s};" % (
@@ -79,7 +90,7 @@ def render(lay: Layout) -> str:
             text = "\\textbf{%s}" % text
         if lb.italic:
             text = "\\textit{%s}" % text
-        out.append("\\node[anchor=%s,text=%s] at %s {%s};" % (
-            anchors[lb.anchor], _color(lb.color), _pt(lb.x, lb.y), text))
+        out.append("\\node[anchor=%s,text=%s,font=\\ttfamily%s] at %s {%s};" % (
+            anchors[lb.anchor], _color(lb.color), _size(lb.size), _pt(lb.x, lb.y), text))
     out.append("\\end{tikzpicture}")
     return "\n".join(out) + "\n"
