@@ -260,6 +260,18 @@ def test_cli_stdin_to_stdout():
     assert r.stdout == "let a = 1;\n\nrun {\n  horizon 1;\n}\n"
 
 
+def test_cli_writes_utf8_whatever_the_locale():
+    text = "// déjà — ünïcode\nlet a=1;\n"
+    env = dict(os.environ, PYTHONPATH=SRC, PYTHONIOENCODING="ascii")
+    r = subprocess.run([sys.executable, "-m", "serq", "fmt", "-"], input=text.encode("utf-8"),
+                       capture_output=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode("utf-8") == "// déjà — ünïcode\nlet a = 1;\n"
+    r = subprocess.run([sys.executable, "-m", "serq", "fmt", "-"], input=b"let a = 1;\xff\n",
+                       capture_output=True, env=env)
+    assert r.returncode == 1 and b"<stdin>:1:11: error: the input is not UTF-8" in r.stderr
+
+
 def test_cli_a_file_that_does_not_parse_is_located_and_untouched(tmp_path):
     bad = tmp_path / "bad.sq"
     bad.write_text("let a = 1\nrun { horizon 1; }\n")

@@ -294,6 +294,27 @@ def _cmd_ir(args) -> int:
     return 0
 
 
+class _Utf8Out(object):
+    """Standard output taking program text: UTF-8 whatever the locale (a
+    comment or a picture may hold any character)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        enc = (getattr(self.stream, "encoding", None) or "").lower().replace("-", "")
+        if enc == "utf8" or not hasattr(self.stream, "buffer"):
+            self.stream.write(text)
+        else:
+            self.stream.flush()
+            self.stream.buffer.write(text.encode("utf-8"))
+            self.stream.buffer.flush()
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+
 def _cmd_draw(args) -> int:
     from .draw import draw
     text = draw(_load(args), args.format, args.file)
@@ -304,7 +325,7 @@ def _cmd_draw(args) -> int:
         except OSError as e:
             raise UsageError("cannot write %s: %s" % (args.output, e.strerror or e))
     else:
-        sys.stdout.write(text)
+        _Utf8Out(sys.stdout).write(text)
     return 0
 
 
@@ -313,7 +334,8 @@ def _cmd_fmt(args) -> int:
     if args.stdout and (args.check or args.diff):
         raise UsageError("`--stdout` prints the formatted text; `--check` and `--diff` print "
                          "what would change: use one of them")
-    return fmt_command(args.files, args.check, args.diff, args.stdout, sys.stdout, sys.stderr)
+    return fmt_command(args.files, args.check, args.diff, args.stdout, _Utf8Out(sys.stdout),
+                       sys.stderr)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -451,8 +451,16 @@ def format_file(path: str) -> Tuple[str, str]:
     from .syntax.parser import parse_program
     if path == "-":
         import sys
-        text = sys.stdin.read()
         file = "<stdin>"
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+        try:
+            text = data if isinstance(data, str) else data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            from .errors import Span
+            line = data.count(b"\n", 0, e.start) + 1
+            col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+            raise SyntaxError_("the input is not UTF-8 text (byte 0x%02x)" % data[e.start],
+                               Span(file, line, col), help="save the program as UTF-8") from None
     else:
         text = read_source(path)
         file = path

@@ -21,6 +21,6 @@ def draw(program: ir.Program, fmt: str = "svg", title: str = "") -> str:
     lay = layout(pic)
     if fmt == "svg":
         from .svg import render as svg_render
-        return svg_render(lay)
+        return svg_render(lay, title)
     from .tikz import render as tikz_render
     return tikz_render(lay)

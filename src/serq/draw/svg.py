@@ -55,12 +55,13 @@ def _line(ln: Line) -> str:
         d, ln.color, _n(ln.width), extra)
 
 
-def render(lay: Layout) -> str:
+def render(lay: Layout, title: str = "") -> str:
     colors = sorted({ln.color for ln in lay.lines if ln.arrow})
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
            '<svg xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" '
            'font-family="%s" font-size="12" xml:space="preserve">' % (_n(lay.width), _n(lay.height), _n(lay.width),
                                                  _n(lay.height), FONT),
+           "<title>%s</title>" % _esc("serq draw: " + title if title else "serq draw"),
            "<defs>"]
     for c in colors:
         out.append('<marker id="%s" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
