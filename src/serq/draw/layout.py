@@ -9,6 +9,7 @@ overlap), so the lines from steps to resources stay short.  The shapes
 (``Box``, ``Label``, ``Line``, ``Frame``) are plain data; ``svg`` and
 ``tikz`` only translate them.  Coordinates are points, y growing downwards.
 """
+import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -29,7 +30,7 @@ DIAMOND = 22.0
 MERGE = 10.0
 FRAME_PAD = 12.0
 MAX_USE_LINES = 24  # more (or a path in several rows): no lines to resources
-ROW_MAX = 1500.0  # the path wraps into rows this wide
+ROW_MAX = 1800.0  # the path wraps into rows this wide
 WRAP_GAP = 56.0
 
 # colours: (stroke, fill) by step or resource kind
@@ -278,17 +279,20 @@ def _row(pic: Picture, kind: str, step_box: Dict[int, Box], y: float,
 
 
 def _wrap(path: Seq, memo) -> List[Seq]:
-    """The path's top-level items in rows at most ROW_MAX wide (an item
-    wider than that gets a row of its own)."""
+    """The path's top-level items in rows of about equal width, as few as
+    keep each under ROW_MAX (an item wider than that gets a row of its own);
+    a small last item (`done`) never sits alone."""
+    widths = [_measure(item, memo)[0] for item in path.items]
+    total = sum(widths) + GAP * max(0, len(widths) - 1)
+    if total <= ROW_MAX:
+        return [path]
+    target = total / math.ceil(total / ROW_MAX) * 1.05
     rows: List[Seq] = []
     cur: List = []
     width = 0.0
-    for item in path.items:
-        w = _measure(item, memo)[0]
-        # a row holds at least a third of the width, and a small last item
-        # (`done`) never sits alone
-        small_last = item is path.items[-1] and w < 200
-        if cur and width + GAP + w > ROW_MAX and width >= ROW_MAX / 3 and not small_last:
+    for k, (item, w) in enumerate(zip(path.items, widths)):
+        small_last = k == len(widths) - 1 and w < 200
+        if cur and width + GAP + w > target and not small_last:
             rows.append(Seq(cur))
             cur, width = [], 0.0
         width += (GAP if cur else 0.0) + w
