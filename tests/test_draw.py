@@ -21,7 +21,7 @@ from serq.cli import main
 from serq.compiler import compile_program
 from serq.errors import SerqError
 from serq.draw import draw
-from serq.draw.model import Repeat, Split, Step, build, steps
+from serq.draw.model import Repeat, Split, build, steps
 from serq.draw.tikz import escape
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -37,7 +37,7 @@ from typing import List, Optional, Set, Tuple
 
 from .errors import SyntaxError_
 from .link.scope import AGGREGATES, DISTRIBUTIONS, FUNCTIONS
-from .syntax.lexer import EOF, IDENT, NUMBER, PUNCT, STRING, tokenize
+from .syntax.lexer import EOF, IDENT, PUNCT, STRING, tokenize
 
 INDENT = "  "
 CONTINUATION = 4

@@ -1,7 +1,7 @@
 """A ``Picture`` as Graphviz DOT text (``dot -Tsvg``): Graphviz lays it out."""
 from typing import List
 
-from .model import Picture, Repeat, Seq, Split, Step
+from .model import Picture, Seq, Split, Step
 from .layout import FILL, STROKE, USE_STYLE
 
 

@@ -11,9 +11,9 @@ overlap), so the lines from steps to resources stay short.  The shapes
 """
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
-from .model import Picture, Repeat, Seq, Split, Step, steps
+from .model import Picture, Seq, Split, Step, steps
 
 LABEL_CHAR_W = 6.4  # width of a character of the 10.5 pt labels
 CHAR_W = 7.3      # width of a character of the 12 pt monospace font

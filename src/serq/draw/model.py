@@ -11,7 +11,7 @@ in the picture's notes.
 """
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Tuple, Union
 
 from ..ir import nodes as ir
 from ..link.scope import AGGREGATES, CTX_NAMES, DISTRIBUTIONS, FUNCTIONS
