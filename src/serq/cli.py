@@ -11,6 +11,8 @@
                [--backend ray --address ADDR] [-o TABLE.csv|.parquet]
     serq plot  TABLE.csv [--x NAME] [--metric PATTERN]... -o OUT.png|OUT.html
     serq plot  --run FILE [--seed N] [--set …] -o OUT.png|OUT.html
+    serq draw  FILE [--format svg|tikz|dot] [--output FILE] [--set …]... [--def …]...
+    serq fmt   FILE... [--check] [--diff] [--stdout]
 
 Exit status: 0 success, 1 an error in the user's input (printed as
 ``FILE:LINE:COL: error: …`` with the source line and a caret), 2 a usage
@@ -121,6 +123,19 @@ def _parser() -> argparse.ArgumentParser:
     overrides(i, True)
     _sweep_parser(sub)
     _plot_parser(sub)
+    d = sub.add_parser("draw", help="draw the deployment: pools, stages and the request path")
+    d.add_argument("file", help="a program (.sq) or its IR (JSON)")
+    d.add_argument("--format", choices=("svg", "tikz", "dot"), default="svg",
+                   help="svg (default, self-contained), tikz (a tikzpicture) or dot (Graphviz)")
+    d.add_argument("-o", "--output", metavar="FILE", help="write the picture to FILE, not stdout")
+    overrides(d, False)
+    f = sub.add_parser("fmt", help="rewrite programs in the canonical layout (comments kept)")
+    f.add_argument("files", nargs="+", metavar="FILE", help="program files (`-`: stdin to stdout)")
+    f.add_argument("--check", action="store_true",
+                   help="change nothing; list the files that would change and exit 1 if any")
+    f.add_argument("--diff", action="store_true", help="print what would change, change nothing")
+    f.add_argument("--stdout", action="store_true",
+                   help="print the formatted programs instead of rewriting the files")
     return ap
 
 
@@ -193,10 +208,10 @@ def _load(args):
             raise UsageError("a `let` or `def` override applies to program text, not to IR")
         prog = loads(text)
         for key in ("seed", "horizon", "warmup", "arrivals", "trace"):
-            if getattr(args, key) is not None:
+            if getattr(args, key, None) is not None:
                 setattr(prog, key, getattr(args, key))
         return prog
-    return _compile(args, True)
+    return _compile(args, hasattr(args, "seed"))
 
 
 class _Progress(object):
@@ -344,6 +359,50 @@ def _cmd_sweep(args) -> int:
     return 0
 
 
+class _Utf8Out(object):
+    """Standard output taking program text: UTF-8 whatever the locale (a
+    comment or a picture may hold any character)."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> None:
+        enc = (getattr(self.stream, "encoding", None) or "").lower().replace("-", "")
+        if enc == "utf8" or not hasattr(self.stream, "buffer"):
+            self.stream.write(text)
+        else:
+            self.stream.flush()
+            self.stream.buffer.write(text.encode("utf-8"))
+            self.stream.buffer.flush()
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+
+def _cmd_draw(args) -> int:
+    from .draw import draw
+    text = draw(_load(args), args.format, args.file)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise UsageError("cannot write %s: %s" % (args.output, e.strerror or e))
+    else:
+        _Utf8Out(sys.stdout).write(text)
+    return 0
+
+
+def _cmd_fmt(args) -> int:
+    from .fmt import fmt_command
+    if args.stdout and (args.check or args.diff):
+        raise UsageError("`--stdout` prints the formatted text; `--check` and `--diff` print "
+                         "what would change: use one of them")
+    return fmt_command(args.files, args.check, args.diff, args.stdout, _Utf8Out(sys.stdout),
+                       sys.stderr)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = _parser()
     try:
@@ -363,6 +422,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "plot":
             from .plot.cli import command
             return command(args)
+        if args.command == "draw":
+            return _cmd_draw(args)
+        if args.command == "fmt":
+            return _cmd_fmt(args)
         return _cmd_ir(args)
     except UsageError as e:
         sys.stderr.write("serq: %s\n" % e.render())

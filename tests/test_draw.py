@@ -1,0 +1,339 @@
+"""`serq draw`: the deployment as SVG, TikZ and Graphviz DOT.
+
+Structure tests read each format back (the SVG as XML); Graphviz must accept
+the DOT text (skipped without `dot`); headless Chromium renders the SVG and
+the screenshot must show the picture (skipped without Chromium)."""
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+import zlib
+from pathlib import Path
+
+import pytest
+
+from corpus import programs
+from serq.cli import main
+from serq.compiler import compile_program
+from serq.errors import SerqError
+from serq.draw import draw
+from serq.draw.model import Repeat, Split, build, steps
+from serq.draw.tikz import escape
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = str(ROOT / "src")
+SVG_NS = "{http://www.w3.org/2000/svg}"
+EXAMPLES = ["vllm_single_turn.sq", "pd_disaggregation.sq", "agent_subagents.sq",
+            "replica_routing.sq", "chat.sq", "chat_prefix_reuse.sq", "policies/sarathi.sq",
+            "admission/watermark.sq"]
+CORPUS = ["fork_in_loop.sq", "fork_join.sq", "stmt_loop.sq"]
+PATHS = [ROOT / "examples" / e for e in EXAMPLES] + \
+    [ROOT / "tests" / "programs" / "valid" / c for c in CORPUS]
+IDS = [p.name for p in PATHS]
+
+
+def families(prog):
+    """The pool and stage family names of a program."""
+    return sorted({p.name for p in prog.pools}), sorted({s.name for s in prog.stages})
+
+
+def svg_texts(root):
+    return ["".join(t.itertext()) for t in root.iter(SVG_NS + "text")]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_svg_structure(path):
+    prog = compile_program(str(path))
+    root = ET.fromstring(draw(prog, "svg", path.name).split("\n", 1)[1])
+    assert root.tag == SVG_NS + "svg"
+    w, h = float(root.get("width")), float(root.get("height"))
+    assert root.get("viewBox") == "0 0 %s %s" % (root.get("width"), root.get("height"))
+    texts = svg_texts(root)
+    pools, stages = families(prog)
+    heads = [t.split(" ×")[0] for t in texts]
+    for name in pools + stages:
+        assert name in heads, name
+    assert path.name in texts and "legend" in texts and "workload" in texts and "done" in texts
+    # every arrow's marker is defined, nothing outside the document is used
+    markers = {m.get("id") for m in root.iter(SVG_NS + "marker")}
+    for p in root.iter(SVG_NS + "path"):
+        ref = p.get("marker-end")
+        if ref:
+            assert ref[len("url(#"):-1] in markers
+    text = ET.tostring(root, encoding="unicode")
+    assert "href" not in text and "<script" not in text and "<image" not in text
+    # every box lies inside the picture
+    for r in root.iter(SVG_NS + "rect"):
+        x, y = float(r.get("x")), float(r.get("y"))
+        assert 0 <= x and x + float(r.get("width")) <= w + 0.5
+        assert 0 <= y and y + float(r.get("height")) <= h + 0.5
+
+
+def test_svg_boxes_do_not_overlap():
+    for path in PATHS:
+        root = ET.fromstring(draw(compile_program(str(path)), "svg").split("\n", 1)[1])
+        boxes = [tuple(float(r.get(k)) for k in ("x", "y", "width", "height"))
+                 for r in root.iter(SVG_NS + "rect") if r.get("rx") in ("3", "12")]
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1:]:
+                apart = (a[0] + a[2] <= b[0] or b[0] + b[2] <= a[0] or
+                         a[1] + a[3] <= b[1] or b[1] + b[3] <= a[1])
+                assert apart, (path.name, a, b)
+
+
+def test_path_of_the_vllm_example():
+    prog = compile_program(str(ROOT / "examples" / "vllm_single_turn.sq"))
+    pic = build(prog)
+    kinds = [s.kind for s in steps(pic.path)]
+    assert kinds == ["start", "turn", "hold", "run", "run", "release", "done"]
+    hold = steps(pic.path)[2]
+    assert hold.lines[0] == "hold seqs (1)" and hold.lines[1].startswith("     kv (")
+    runs = [s for s in steps(pic.path) if s.kind == "run"]
+    assert [r.lines[0] for r in runs] == ["run gpu prefill", "run gpu decode"]
+    assert {(u.resource, u.how) for u in runs[0].uses} == {("stage:0", "run"), ("pool:1", "grow")}
+    rels = {(r.src, r.dst, r.label) for r in pic.relations}
+    assert rels == {("pool:0", "stage:0", "admit via"), ("stage:0", "pool:1", "memory")}
+    assert "observes hit_share, recompute, ttft, e2e" in pic.notes
+
+
+def test_path_of_the_disaggregation_example():
+    prog = compile_program(str(ROOT / "examples" / "pd_disaggregation.sq"))
+    pic = build(prog)
+    assert [(r.name, r.count) for r in pic.resources] == [
+        ("P.kv", 2), ("D.kv", 2), ("P", 2), ("P.nic", 2), ("D", 2), ("D.nic", 2),
+        ("D.nic.latency", 2)]
+    split = [x for x in pic.path.items if type(x) is Split]
+    assert len(split) == 1 and split[0].kind == "branch" and split[0].label == "prompt < 512"
+    long_lane = [s for s in steps(split[0].lanes[1])]
+    assert "load" in [s.kind for s in long_lane]
+    load = next(s for s in long_lane if s.kind == "load")
+    assert load.lines[0] == "transfer into D.kv[j]"
+    lease = next(s for s in long_lane if s.kind == "release" and "lease" in " ".join(s.lines))
+    assert lease.lines == ["release P.kv[i]", "lease P.kv[i] (inf)"]
+
+
+def test_loops_and_forks():
+    prog = compile_program(str(ROOT / "tests" / "programs" / "valid" / "fork_in_loop.sq"))
+    pic = build(prog)
+    loops = [x for x in pic.path.items if type(x) is Repeat]
+    assert len(loops) == 1
+    splits = []
+    todo = list(loops[0].body.items)
+    while todo:
+        x = todo.pop()
+        if type(x) is Split:
+            splits.append(x.kind)
+            for lane in x.lanes:
+                todo.extend(lane.items)
+    assert sorted(splits) == ["branch", "branch", "fork"]
+    assert "join" in [s.kind for s in steps(loops[0].body)]
+    assert [s.kind for s in steps(pic.path)][-1] == "done"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_tikz_structure(path):
+    prog = compile_program(str(path))
+    tex = draw(prog, "tikz", path.name)
+    body = "\n".join(line for line in tex.splitlines() if not line.startswith("%"))
+    assert body.count("\\begin{tikzpicture}") == 1 and body.rstrip().endswith("\\end{tikzpicture}")
+    depth = 0
+    for ch in re.sub(r"\\[{}]", "", body):
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        assert depth >= 0
+    assert depth == 0
+    # no special character of TeX left unescaped in the node texts
+    for text in re.findall(r"\\node\[[^\]]*\] at \([^)]*\) \{(.*)\};$", body, re.M):
+        assert not re.search(r"(?<!\\)[_#%&$]", text.replace("$\\times$", "")), text
+    pools, stages = families(prog)
+    for name in pools + stages:
+        assert "\\textbf{%s" % escape(name) in body, name
+    colors = set(re.findall(r"\\definecolor\{(\w+)\}", body))
+    used = set(re.findall(r"\b(c[0-9A-F]{6})\b", body))
+    assert used <= colors
+
+
+PDFLATEX = shutil.which("pdflatex")
+
+
+@pytest.mark.skipif(PDFLATEX is None, reason="pdflatex is not installed (optional: apt packages "
+                    "texlive-latex-base texlive-pictures)")
+def test_latex_compiles_the_tikz(tmp_path):
+    path = ROOT / "examples" / "pd_disaggregation.sq"
+    (tmp_path / "pic.tikz").write_text(draw(compile_program(str(path)), "tikz", "pd_disagg.sq"))
+    (tmp_path / "doc.tex").write_text(
+        "\\documentclass{article}\n\\usepackage[paperwidth=120cm,paperheight=60cm]{geometry}\n"
+        "\\usepackage{tikz}\n\\usetikzlibrary{arrows.meta}\n\\begin{document}\n"
+        "\\input{pic.tikz}\n\\end{document}\n")
+    r = subprocess.run([PDFLATEX, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+                       cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert (tmp_path / "doc.pdf").stat().st_size > 1000
+
+
+def test_tikz_escapes():
+    assert escape("a_b & 50% {x} #1 $") == r"a\_b \& 50\% \{x\} \#1 \$"
+    assert escape("~exp(2) ^ …") == r"\textasciitilde{}exp(2) \textasciicircum{} \ldots{}"
+
+
+@pytest.mark.parametrize("path", PATHS, ids=IDS)
+def test_dot_structure(path):
+    prog = compile_program(str(path))
+    text = draw(prog, "dot", path.name)
+    assert text.startswith("digraph serq {") and text.rstrip().endswith("}")
+    pic = build(prog)
+    for r in pic.resources:
+        assert '"%s" [shape=box' % r.key in text
+    for s in steps(pic.path):
+        assert re.search(r"^  s%d \[" % s.id, text, re.M)
+    for s in steps(pic.path):
+        for u in s.uses:
+            assert '  s%d -> "%s"' % (s.id, u.resource) in text
+
+
+DOT = shutil.which("dot")
+
+
+@pytest.mark.skipif(DOT is None, reason="Graphviz `dot` is not installed (apt package graphviz)")
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").rglob("*.sq")) +
+                         programs("valid")[::7], ids=lambda p: p.name)
+def test_graphviz_accepts_the_dot(path):
+    try:
+        prog = compile_program(str(path))
+    except SerqError:
+        pytest.skip("a library or a program that needs overrides")
+    r = subprocess.run([DOT, "-Tsvg"], input=draw(prog, "dot"), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    assert "<svg" in r.stdout
+
+
+# ------------------------------------------------------------------ Chromium
+
+CHROMIUM = next((c for c in ("/usr/bin/chromium", shutil.which("chromium") or "",
+                             shutil.which("chromium-browser") or "") if c and os.path.exists(c)),
+                None)
+
+
+def read_png(data):
+    """(width, height, rows of (r, g, b) tuples) of an 8-bit RGB or RGBA PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos = 8
+    idat = b""
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            width, height, depth, color = struct.unpack(">IIBB", chunk[:10])
+            assert depth == 8 and color in (2, 6), (depth, color)
+            bpp = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += chunk
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows = []
+    prev = bytearray(stride)
+    i = 0
+    for _ in range(height):
+        ftype = raw[i]
+        line = bytearray(raw[i + 1:i + 1 + stride])
+        i += 1 + stride
+        for x in range(stride):
+            a = line[x - bpp] if x >= bpp else 0
+            b = prev[x]
+            c = prev[x - bpp] if x >= bpp else 0
+            if ftype == 1:
+                line[x] = (line[x] + a) & 255
+            elif ftype == 2:
+                line[x] = (line[x] + b) & 255
+            elif ftype == 3:
+                line[x] = (line[x] + (a + b) // 2) & 255
+            elif ftype == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+                line[x] = (line[x] + pred) & 255
+        rows.append([tuple(line[x:x + 3]) for x in range(0, stride, bpp)])
+        prev = line
+    return width, height, rows
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt package chromium)")
+@pytest.mark.parametrize("name", ["vllm_single_turn.sq", "pd_disaggregation.sq"])
+def test_chromium_renders_the_svg(name, tmp_path):
+    prog = compile_program(str(ROOT / "examples" / name))
+    svg = tmp_path / "picture.svg"
+    svg.write_text(draw(prog, "svg", name))
+    root = ET.parse(str(svg)).getroot()
+    w, h = int(float(root.get("width"))) + 1, int(float(root.get("height"))) + 1
+    png = tmp_path / "shot.png"
+    profile = tempfile.mkdtemp(dir=str(tmp_path))
+    r = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                        "--no-first-run", "--disable-background-networking",
+                        "--disable-component-update", "--disable-sync",
+                        "--hide-scrollbars", "--user-data-dir=" + profile,
+                        "--screenshot=" + str(png), "--window-size=%d,%d" % (w, h),
+                        svg.as_uri()], capture_output=True, text=True, timeout=120)
+    assert png.exists(), r.stderr[-2000:]
+    width, height, rows = read_png(png.read_bytes())
+    assert (width, height) == (w, h)
+    pixels = [p for row in rows for p in row]
+    ink = [p for p in pixels if min(p) < 200]
+    # lines, boxes and text cover a few percent of the picture, not all of it
+    assert 0.01 < len(ink) / len(pixels) < 0.5
+    # the pools' green and the stages' blue borders are there
+    green = sum(1 for p in ink if p[1] > p[0] + 40 and p[1] > p[2] + 40)
+    blue = sum(1 for p in ink if p[2] > p[0] + 60 and p[2] > p[1] + 20)
+    assert green > 200 and blue > 200, (green, blue)
+    # something is drawn in each third of the picture's width (the path)
+    for k in range(3):
+        band = [p for row in rows for p in row[k * width // 3:(k + 1) * width // 3]]
+        assert sum(1 for p in band if min(p) < 200) > 100
+
+
+# ------------------------------------------------------------------ the CLI
+
+def test_cli_draw_formats_and_output(tmp_path, capsys):
+    prog = str(ROOT / "examples" / "vllm_single_turn.sq")
+    assert main(["draw", prog]) == 0
+    assert capsys.readouterr().out.startswith("<?xml")
+    out = tmp_path / "p.dot"
+    assert main(["draw", prog, "--format", "dot", "--output", str(out)]) == 0
+    assert capsys.readouterr().out == ""
+    assert out.read_text().startswith("digraph serq {")
+    assert main(["draw", prog, "--format", "tikz"]) == 0
+    assert "\\begin{tikzpicture}" in capsys.readouterr().out
+    # --set reaches the picture
+    assert main(["draw", prog, "--set", "kv_blocks=10", "--format", "dot"]) == 0
+    assert "cap 160, block 16" in capsys.readouterr().out
+
+
+def test_cli_draw_from_ir_json(tmp_path, capsys):
+    prog = str(ROOT / "examples" / "vllm_single_turn.sq")
+    assert main(["ir", prog]) == 0
+    ir_file = tmp_path / "p.json"
+    ir_file.write_text(capsys.readouterr().out)
+    assert main(["draw", str(ir_file), "--format", "dot"]) == 0
+    from_ir = capsys.readouterr().out
+    assert main(["draw", prog, "--format", "dot"]) == 0
+    assert capsys.readouterr().out.replace(prog, "") == from_ir.replace(str(ir_file), "")
+
+
+def test_cli_draw_errors(tmp_path):
+    bad = tmp_path / "bad.sq"
+    bad.write_text("pool kv { cap 1 }\n")
+    env = dict(os.environ, PYTHONPATH=SRC)
+    r = subprocess.run([sys.executable, "-m", "serq", "draw", str(bad)], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 1 and "bad.sq:1:17: error:" in r.stderr and "Traceback" not in r.stderr
+    r = subprocess.run([sys.executable, "-m", "serq", "draw", str(bad), "--format", "png"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "invalid choice" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "serq", "draw",
+                        str(ROOT / "examples" / "chat.sq"), "-o", str(tmp_path / "no" / "x.svg")],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "cannot write" in r.stderr
