@@ -129,6 +129,13 @@ class Pool(object):
         self.admission = AdmissionStats()
         self.blocked = False  # the head holds back a hold that fits (last attempt)
         self.blocked_key = None  # what the pool looked like at the last scan
+        # serq's extensions: the units an admission leaves free, and
+        # first-fit admission (``ff_key``: the state of the last scan that
+        # admitted nothing; ``qver`` counts the queue's changes)
+        self.watermark = decl.watermark
+        self.first_fit = decl.first_fit
+        self.ff_key = None
+        self.qver = 0
         c = compiler
         self.evict_keys = None if decl.evict is None else [c.expr(k) for k in decl.evict]
         self.queue_keys = None if decl.queue is None else [c.expr(k) for k in decl.queue]
