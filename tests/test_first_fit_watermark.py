@@ -349,3 +349,36 @@ def test_bad_syntax(option, message):
     with pytest.raises(SerqError) as e:
         compile_program(source=text)
     assert message in e.value.message
+
+
+# --------------------------------------------------------------------------
+# 7. docs/admission_tradeoff.md: its rows are what its script computes.
+
+def _tradeoff_script():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "docs" / "figures" / "admission_tradeoff.py"
+    spec = importlib.util.spec_from_file_location("admission_tradeoff", str(path))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_tradeoff_page_rows_match_the_runs():
+    # One row of the page's first table (the current need, FIFO, with the
+    # watermark), recomputed over the page's three seeds; and, on seed 1,
+    # the claims the page makes about the watermark.
+    from pathlib import Path
+    mod = _tradeoff_script()
+    page = (Path(__file__).resolve().parent.parent / "docs" / "admission_tradeoff.md").read_text()
+    results = dict(mod.one((1, mod.WATERMARK, "0", s)) for s in mod.SEEDS)
+    assert mod.main_row(results, 1, mod.WATERMARK, "0") in page
+    on = results[(1, mod.WATERMARK, "0", 1)]
+    _, off = mod.one((1, 0, "0", 1))
+    # the watermark cuts the preemptions (by about six times), raises the
+    # throughput, lowers the TTFT p99 and the head-of-line blocking
+    assert on["preemptions"] < off["preemptions"] / 4
+    assert on["tps"] > off["tps"] and on["p99"] < off["p99"]
+    assert on["blocked"] < off["blocked"]
+    # "Before t = 300 neither of them preempts": the storm follows the shift
+    assert min(off["times"]) > mod.SHIFT_AT

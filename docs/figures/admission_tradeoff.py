@@ -61,15 +61,18 @@ def main_table(results):
     lines = ["| bound | watermark | queue | tokens / s | requests / s | TTFT mean (s) "
              "| TTFT p99 (s) | preemptions | storm (in 5.4 s) | blocked time | stuck |",
              "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for b, label in BOUNDS:
+    for b, _ in BOUNDS:
         for wm in (0, WATERMARK):
-            for pat, qlabel in QUEUES:
-                m = mean(results, b, wm, pat)
-                lines.append("| %s | %d | %s | %.0f | %.2f | %.1f | %.1f | %.0f | %.1f | %.3f "
-                             "| %.1f |" % (label, wm, qlabel, m["tps"], m["rps"], m["ttft"],
-                                           m["p99"], m["preemptions"], m["storm"],
-                                           m["blocked"], m["stuck"]))
+            for pat, _ in QUEUES:
+                lines.append(main_row(results, b, wm, pat))
     return "\n".join(lines)
+
+
+def main_row(results, bound, wm, patience):
+    m = mean(results, bound, wm, patience)
+    return "| %s | %d | %s | %.0f | %.2f | %.1f | %.1f | %.0f | %.1f | %.3f | %.1f |" % (
+        dict(BOUNDS)[bound], wm, dict(QUEUES)[patience], m["tps"], m["rps"], m["ttft"],
+        m["p99"], m["preemptions"], m["storm"], m["blocked"], m["stuck"])
 
 
 def sweep_table(results):
