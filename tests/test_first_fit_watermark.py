@@ -340,6 +340,26 @@ def test_bad_options_are_located_errors(option, message):
     assert e.value.span is not None and e.value.span.line == 1
 
 
+def test_a_constant_hold_over_the_watermark_is_a_link_error():
+    text = "pool kv { cap 10; watermark 3; }\nstage d : delay;\n" \
+           "workload { arrive batch(1); }\nsession { hold kv (8) { run d (1); } }\n" \
+           "run { horizon 1; }\n"
+    with pytest.raises(LinkError) as e:
+        compile_program(source=text)
+    assert "`hold kv (8)` can never be admitted" in e.value.message
+    assert "watermark 3 of its 10 free" in e.value.message
+    assert e.value.span.line == 4
+    compile_program(source=text.replace("kv (8)", "kv (7)"))
+
+
+def test_ir_watermark_at_the_cap_is_refused():
+    ir = json.loads(dumps(compile_program(source=WATERMARK % " watermark 3;")))
+    ir["pools"][0]["queue"]["watermark"] = 10
+    with pytest.raises(IRError) as e:
+        loads(json.dumps(ir))
+    assert "nothing would be admitted" in e.value.message
+
+
 @pytest.mark.parametrize("option, message", [
     ("queue fifo first;", "expected `fit`"),
     ("queue fifo first fit until (3);", "expected `waited`"),

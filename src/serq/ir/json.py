@@ -602,6 +602,9 @@ class _Reader:
             return ir.FirstFit(within, self.field(f, "age", self.time))
         p.first_fit = self.field(x, "first_fit", first_fit, optional=True)
         p.watermark = self.field(x, "watermark", self.time, optional=True, default=0.0)
+        if p.watermark > 0 and not p.watermark < p.cap:
+            raise self.fail("a watermark of %s in a pool of %s: nothing would be admitted"
+                            % (_json.dumps(x.get("watermark")), _json.dumps(_num(p.cap))))
         return self.field(x, "keys", lambda k: None if k is None else self.items(k, self.expr))
 
     def time(self, v):

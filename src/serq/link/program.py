@@ -275,7 +275,7 @@ class Linker:
         watermark = 0.0 if d.watermark is None else self.watermark(d, cap)
         out = []
         for i in range(fam.count):
-            caps.append((cap, block))
+            caps.append((cap, block, watermark))
             p = ir.Pool(d.name, i if fam.array else None, cap, block)
             p.reserve_held = d.reserve_held
             p.admit_via = admit[i]
@@ -318,11 +318,13 @@ class Linker:
                                        "of 0 or more" % (d.name, _fmt(w)), d.watermark.span,
                                        help="an admission leaves this many units free: write a "
                                        "number below the cap"))
+            return 0.0  # (refused: the holds are checked as if it were not there)
         elif w >= cap and w > 0:
             self.scope.defer(LinkError("pool `%s`: the watermark %s is not below the cap %s, so "
                                        "no hold would ever be admitted" % (d.name, _fmt(w), _fmt(cap)),
                                        d.watermark.span,
                                        help="write a watermark below the cap"))
+            return 0.0
         return w
 
     def pool_exprs(self, d: ast.PoolDecl, pools: List[ir.Pool]) -> None:
