@@ -109,7 +109,7 @@ def figure(results, path):
         ax.set_title(title)
         ax.set_ylabel(ylabel)
         ax.grid(True, axis="y", alpha=0.3)
-    axes[0][0].legend(fontsize=7, loc="lower right")
+    axes[0][3].legend(fontsize=8, loc="upper right")
     sweeps = [("tps", "tokens / s", "Throughput against the watermark"),
               ("p99", "seconds", "TTFT p99 against the watermark"),
               ("preemptions", "count (after warm-up)", "Preemptions against the watermark")]
