@@ -4,7 +4,8 @@ Two layers:
 
 * ``ProgramMachine`` builds a small serQ program rule by rule (pool options,
   holds with units / reserve / reuse / cache / lease, grow, load, release,
-  drop, spills to a tier, preempt none / lifo, queue fifo / by, blocks,
+  drop, spills to a tier, preempt none / lifo, queue fifo / by, serq's
+  first fit and watermark, blocks,
   several sessions, sessions that end inside holds) and after every rule
   runs the program so far with ``check_invariants=True`` (the simulator
   checks ``used + cached <= cap``, nothing negative, the cache total against
@@ -143,22 +144,28 @@ class ProgramMachine(RuleBasedStateMachine):
                 evict=st.sampled_from(["lru", "by (size, serial)", "by (-size)",
                                        "by (-serial)"]),
                 reserve_held=st.booleans(),
+                first_fit=st.sampled_from(["", " first fit", " first fit within (1)",
+                                           " first fit until waited (1)"]),
+                watermark=st.sampled_from([0, 0, 1, 3]),
                 spill=st.booleans(),
                 tier_cap=st.sampled_from([3, 6, 10]),
                 tier_block=st.sampled_from([0, 2]),
                 workload=st.sampled_from(["batch(1)", "batch(2)", "batch(3)", "batch(4)",
                                           "renewal(0.5)", "renewal(1)", "renewal(2.5)"]),
                 arrivals=st.integers(1, 5))
-    def setup(self, cap, block, preempt, queue, evict, reserve_held, spill, tier_cap,
-              tier_block, workload, arrivals):
+    def setup(self, cap, block, preempt, queue, evict, reserve_held, first_fit, watermark,
+              spill, tier_cap, tier_block, workload, arrivals):
         self.spill = spill
-        self.cap = {"kv": cap, "tier": tier_cap}
+        # (serq's watermark: a constant need fits what admissions may use)
+        self.cap = {"kv": cap - watermark, "tier": tier_cap}
         self.block = {"kv": block, "tier": tier_block}
         kv = ["cap %d;" % cap]
         if block:
             kv.append("block %d;" % block)
         kv.append("preempt %s;" % preempt)
-        kv.append("queue %s;" % queue)
+        kv.append("queue %s%s;" % (queue, first_fit))
+        if watermark:
+            kv.append("watermark %d;" % watermark)
         kv.append("evict %s;" % evict)
         if reserve_held:
             kv.append("reserve held;")
@@ -352,7 +359,7 @@ EVICT_KEYS = {
 def decl(name, cap, block, evict=None, spill=None):
     return SimpleNamespace(name=name, index=None, cap=float(cap), block=float(block) or None,
                            evict=evict, queue=None, preempt=None, spill=spill,
-                           reserve_held=False)
+                           reserve_held=False, first_fit=None, watermark=0.0)
 
 
 class PoolMachine(RuleBasedStateMachine):

@@ -3,10 +3,10 @@
     serq run   FILE [--json [--extended]] [--admission] [--dump DIR] [--quiet]
                [--no-samples]
                [overrides as for `ir`]
-    serq check FILE [--set NAME=EXPR]... [--def NAME=EXPR]...
+    serq check FILE [--strict] [--set NAME=EXPR]... [--def NAME=EXPR]...
     serq ir    FILE [--set …]... [--def …]... [--seed N] [--horizon T]
                     [--warmup T] [--arrivals N] [--trace F]
-    serq ir    --from-json IR.json
+    serq ir    --from-json IR.json [--strict]
     serq sweep FILE --set NAME=A:B:N|A,B,C|V ... [--seeds N] [--jobs N]
                [--backend ray --address ADDR] [-o TABLE.csv|.parquet]
     serq plot  TABLE.csv [--x NAME] [--metric PATTERN]... -o OUT.png|OUT.html
@@ -116,10 +116,15 @@ def _parser() -> argparse.ArgumentParser:
     overrides(r, True)
     c = sub.add_parser("check", help="parse, link and validate a program")
     c.add_argument("file")
+    c.add_argument("--strict", action="store_true",
+                   help="serQ 0.1.3 only: refuse serq's language extensions (first fit, "
+                        "watermark)")
     overrides(c, False)
     i = sub.add_parser("ir", help="print a program's IR (version 11) as JSON")
     i.add_argument("file", nargs="?")
     i.add_argument("--from-json", metavar="IR", help="read IR JSON and print it back")
+    i.add_argument("--strict", action="store_true",
+                   help="serQ 0.1.3 only: refuse serq's extensions and, in IR, unknown fields")
     overrides(i, True)
     _sweep_parser(sub)
     _plot_parser(sub)
@@ -184,9 +189,9 @@ def _compile(args, run_settings: bool):
     from .compiler import compile_program
     sets = dict(_pair(t, "--set") for t in args.set)
     defs = dict(_pair(t, "--def") for t in args.defs)
-    kw = {}
+    kw = {"strict": getattr(args, "strict", False)}
     if run_settings:
-        kw = dict(seed=args.seed, horizon=args.horizon, warmup=args.warmup,
+        kw.update(seed=args.seed, horizon=args.horizon, warmup=args.warmup,
                   arrivals=args.arrivals, trace=args.trace)
     return compile_program(args.file, sets=sets, defs=defs, **kw)
 
@@ -322,7 +327,7 @@ def _cmd_ir(args) -> int:
         if args.file or args.set or args.defs:
             raise UsageError("`--from-json` reads IR: a program file, `--set` and `--def` "
                              "apply to program text, not to IR")
-        prog = loads(read_source(args.from_json))
+        prog = loads(read_source(args.from_json), strict=args.strict)
         if args.seed is not None:
             prog.seed = args.seed
         if args.horizon is not None:

@@ -7,7 +7,7 @@ the text it points into.
 import os
 from typing import Dict, Optional
 
-from .errors import SerqError, Span, SyntaxError_, UsageError
+from .errors import LinkError, SerqError, Span, SyntaxError_, UsageError
 from .ir import nodes as ir
 from .link import Overrides, link
 from .syntax import ast
@@ -59,7 +59,8 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
                     sets: Optional[Dict[str, object]] = None,
                     defs: Optional[Dict[str, str]] = None, seed: Optional[int] = None,
                     horizon: Optional[float] = None, warmup: Optional[float] = None,
-                    arrivals: Optional[int] = None, trace: Optional[str] = None) -> ir.Program:
+                    arrivals: Optional[int] = None, trace: Optional[str] = None,
+                    strict: bool = False) -> ir.Program:
     if (path is None) == (source is None):
         raise UsageError("compile takes exactly one of a path and a source")
     if path is not None:
@@ -74,6 +75,13 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
         text = source
         file = "<text>"
     prog = parse_program(text, file, defs=defs, sets=sets, from_text=path is None)
+    if strict and prog.extensions:
+        what, span = prog.extensions[0]
+        err = LinkError("%s is serq's extension, not serQ 0.1.3 (`--strict` reads serQ 0.1.3 "
+                        "only)" % what, span,
+                        help="drop `--strict` to use it (its IR is then not 0.1.3's), or remove "
+                             "it for a program that serQ 0.1.3 runs")
+        raise err.with_source(text if span.file == file else None)
     ov = Overrides(sets=sets, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                    trace=trace)
     program = link(prog, ov, parse_expr=parse_expression)

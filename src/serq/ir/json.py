@@ -147,7 +147,19 @@ def pool_obj(p: ir.Pool) -> Any:
         if p.preempt_tail:
             by["tail"] = True
         d["preempt"] = {"By": by}
-    d["queue"] = None if p.queue is None else [expr_obj(k) for k in p.queue]
+    keys = None if p.queue is None else [expr_obj(k) for k in p.queue]
+    if p.extended():
+        # serq's admission extensions: the queue becomes an object, which
+        # 0.1.3 refuses (it reads null or a list of keys) instead of
+        # silently simulating another policy.
+        q = {"keys": keys}
+        if p.first_fit is not None:
+            q["first_fit"] = {"within": p.first_fit.within, "age": _num(p.first_fit.age)}
+        if p.watermark != 0.0:
+            q["watermark"] = _num(p.watermark)
+        d["queue"] = q
+    else:
+        d["queue"] = keys
     d["spill"] = None if p.spill is None else {
         "to": p.spill.to, "via": p.spill.via, "work": expr_obj(p.spill.work),
         "when": expr_obj(p.spill.when)}
@@ -304,13 +316,25 @@ def dumps(p: ir.Program) -> str:
 class _Reader:
     """Turns parsed JSON into IR nodes; every shape error names its path."""
 
-    def __init__(self):
+    def __init__(self, strict: bool = False):
         self.path: List[str] = []
+        # strict: serQ 0.1.3's IR only (no extension, no unknown field);
+        # the objects read so far and the keys read from each
+        self.strict = strict
+        self.read = {}
 
     def fail(self, what: str) -> IRError:
         where = "".join(self.path) or "the top level"
         return IRError("IR: %s at %s" % (what, where),
                        help="the IR is what `serq ir` prints (version 11)")
+
+    def mark(self, d, key):
+        """Strict: ``key`` of object ``d`` is a field this reader knows."""
+        if self.strict and isinstance(d, dict):
+            seen = self.read.get(id(d))
+            if seen is None:
+                seen = self.read[id(d)] = (d, set(), "".join(self.path) or "the top level")
+            seen[1].add(key)
 
     def at(self, key):
         self.path.append("[%d]" % key if isinstance(key, int) else ".%s" % key)
@@ -321,6 +345,7 @@ class _Reader:
     def field(self, d, key, fn, optional=False, default=None):
         if not isinstance(d, dict):
             raise self.fail("expected an object")
+        self.mark(d, key)
         if key not in d:
             if optional:
                 return default
@@ -543,7 +568,7 @@ class _Reader:
             p.preempt_tail = self.field(a, "tail", self.boolean, optional=True, default=False)
             return self.field(a, "keys", lambda ks: self.items(ks, self.expr))
         p.preempt = self.field(v, "preempt", preempt)
-        p.queue = self.field(v, "queue", lambda x: None if x is None else self.items(x, self.expr))
+        p.queue = self.field(v, "queue", lambda x: self.queue(p, x))
 
         def spill(x):
             if x is None:
@@ -554,6 +579,50 @@ class _Reader:
         p.admit_via = self.field(v, "admit_via", self.opt_int)
         p.reserve_held = self.field(v, "reserve_held", self.boolean, optional=True, default=False)
         return p
+
+    def queue(self, p: ir.Pool, x):
+        """A pool's queue: null (FIFO), a list of keys, or serq's extended
+        form ``{"keys": …, "first_fit": {…}, "watermark": W}``."""
+        if not isinstance(x, dict):
+            return None if x is None else self.items(x, self.expr)
+        if self.strict:
+            used = [n for k, n in (("first_fit", "first-fit admission"),
+                                   ("watermark", "the pool watermark")) if k in x]
+            raise IRError("IR: %s, serq's extension (not serQ 0.1.3), at %s"
+                          % (" and ".join(used) or "an extended queue", "".join(self.path)),
+                          help="`--strict` reads serQ 0.1.3's IR only: drop it to read "
+                               "serq's extensions")
+
+        def first_fit(f):
+            if f is None:
+                return None
+            within = self.field(f, "within", self.opt_int)
+            if within == 0:
+                raise self.fail("first fit within 0 holds")
+            return ir.FirstFit(within, self.field(f, "age", self.time))
+        p.first_fit = self.field(x, "first_fit", first_fit, optional=True)
+        p.watermark = self.field(x, "watermark", self.time, optional=True, default=0.0)
+        if p.watermark > 0 and not p.watermark < p.cap:
+            raise self.fail("a watermark of %s in a pool of %s: nothing would be admitted"
+                            % (_json.dumps(x.get("watermark")), _json.dumps(_num(p.cap))))
+        return self.field(x, "keys", lambda k: None if k is None else self.items(k, self.expr))
+
+    def time(self, v):
+        """A number of zero or more, or "inf"."""
+        t = self.num_or_inf(v)
+        if not t >= 0:
+            raise self.fail("expected a number of zero or more, found %s" % _json.dumps(v))
+        return t
+
+    def unknown_fields(self):
+        """Strict: a field this reader does not know (serQ 0.1.3 ignores it,
+        serq's strict mode refuses it)."""
+        for d, keys, where in self.read.values():
+            extra = sorted(k for k in d if k not in keys)
+            if extra:
+                raise IRError("IR: unknown field `%s` at %s" % (extra[0], where),
+                              help="serQ 0.1.3's IR (version 11) has no such field; without "
+                                   "--strict it is ignored")
 
     def stage(self, v) -> ir.Stage:
         name = self.field(v, "name", self.string)
@@ -605,6 +674,7 @@ class _Reader:
     def program(self, d) -> ir.Program:
         if not isinstance(d, dict):
             raise self.fail("expected an object")
+        self.mark(d, "version")
         version = d.get("version")
         if version != 11:
             raise IRError("IR version %s (this interpreter reads 11)" % _json.dumps(version),
@@ -635,6 +705,7 @@ class _Reader:
             optional=True, default=[])
 
         def claim(c):
+            self.mark(c, "kind")
             k, st = self.tag(c.get("kind") if isinstance(c, dict) else None,
                              ("AtEnd", "EveryIteration", "SomeIteration"))
             return ir.Claim(self.field(c, "name", self.string), k,
@@ -649,9 +720,10 @@ class _Reader:
         return p
 
 
-def loads(text: str) -> ir.Program:
-    """Read IR JSON text.  Shape and type errors raise ``IRError``; the
-    semantic checks are ``ir.validate``'s."""
+def loads(text: str, strict: bool = False) -> ir.Program:
+    """Read IR JSON text.  Shape and type errors raise ``IRError``.  With
+    ``strict``, only serQ 0.1.3's IR is read: serq's extensions and fields
+    it does not know are refused (0.1.3 itself ignores unknown fields)."""
     try:
         data = _json.loads(text)
     except ValueError as e:
@@ -659,6 +731,10 @@ def loads(text: str) -> ir.Program:
     except RecursionError:
         raise IRError("IR: nested too deeply to read") from None
     try:
-        return _Reader().program(data)
+        reader = _Reader(strict)
+        prog = reader.program(data)
+        if strict:
+            reader.unknown_fields()
+        return prog
     except RecursionError:
         raise IRError("IR: nested too deeply to read") from None

@@ -284,6 +284,22 @@ class Pool:
     spill: Optional[Spill] = None
     admit_via: Optional[int] = None
     reserve_held: bool = False
+    # serq's extensions (not serQ 0.1.3; docs/first_fit_watermark.md)
+    first_fit: Optional["FirstFit"] = None
+    watermark: float = 0.0  # units an admission leaves free; growth may spend them
+
+    def extended(self) -> bool:
+        """Uses an extension: its IR is not serQ 0.1.3's."""
+        return self.first_fit is not None or self.watermark != 0.0
+
+
+@dataclass
+class FirstFit:
+    """First-fit admission: when the selected hold does not fit, the next
+    ``within`` waiting holds (all, if None) are tried in queue order, unless
+    the selected hold has waited ``age`` or longer."""
+    within: Optional[int] = None
+    age: float = float("inf")
 
 
 @dataclass

@@ -271,14 +271,61 @@ class Linker:
             for i, a in enumerate(admit):
                 self.scope.admitted_by.setdefault(a, []).append(fam.base + i)
         self.scope.admit_stage[d.name] = admit[0] if d.admit_via is not None else None
+        first_fit = None if d.first_fit is None else self.first_fit(d)
+        watermark = 0.0 if d.watermark is None else self.watermark(d, cap)
         out = []
         for i in range(fam.count):
-            caps.append((cap, block))
+            caps.append((cap, block, watermark))
             p = ir.Pool(d.name, i if fam.array else None, cap, block)
             p.reserve_held = d.reserve_held
             p.admit_via = admit[i]
+            p.first_fit = first_fit
+            p.watermark = watermark
             out.append(p)
         return out
+
+    def first_fit(self, d: ast.PoolDecl) -> ir.FirstFit:
+        """``first fit [within (N)] [until waited (T)]``: constants."""
+        ff = d.first_fit
+        ctx = "pool `%s`: first fit " % d.name
+        within = None
+        if ff.within is not None:
+            n = _fold(ff.within, self.scope, ctx + "within")
+            if math.isinf(n) and n > 0:
+                within = None
+            elif not (n >= 1 and float(n).is_integer()):
+                self.scope.defer(LinkError(ctx + "within (%s): it counts the waiting holds tried "
+                                           "past the selected one, a whole number of 1 or more"
+                                           % _fmt(n), ff.within.span,
+                                           help="write `within (8)`, or leave `within` out to "
+                                           "try every waiting hold"))
+            else:
+                within = int(n)
+        age = math.inf
+        if ff.age is not None:
+            age = _fold(ff.age, self.scope, ctx + "until waited")
+            if age < 0:
+                self.scope.defer(LinkError(ctx + "until waited (%s): an age is not negative"
+                                           % _fmt(age), ff.age.span,
+                                           help="the selected hold blocks the queue again once "
+                                           "it has waited this many seconds; write 0 or more"))
+        return ir.FirstFit(within, age)
+
+    def watermark(self, d: ast.PoolDecl, cap: float) -> float:
+        w = _fold(d.watermark, self.scope, "pool `%s`: watermark" % d.name)
+        if w < 0 or math.isinf(w):
+            self.scope.defer(LinkError("pool `%s`: the watermark is %s; it is a number of units "
+                                       "of 0 or more" % (d.name, _fmt(w)), d.watermark.span,
+                                       help="an admission leaves this many units free: write a "
+                                       "number below the cap"))
+            return 0.0  # (refused: the holds are checked as if it were not there)
+        elif w >= cap and w > 0:
+            self.scope.defer(LinkError("pool `%s`: the watermark %s is not below the cap %s, so "
+                                       "no hold would ever be admitted" % (d.name, _fmt(w), _fmt(cap)),
+                                       d.watermark.span,
+                                       help="write a watermark below the cap"))
+            return 0.0
+        return w
 
     def pool_exprs(self, d: ast.PoolDecl, pools: List[ir.Pool]) -> None:
         ctx = "pool `%s`: " % d.name

@@ -284,13 +284,21 @@ class BlockLinker:
         need = units if reserve is None else max(units, reserve)
         caps = self.scope_pool_caps(ref)
         fits = False
-        for cap, block in caps:
+        for cap, block, wm in caps:
             rounded = need if not block else -(-need // block) * block
-            if rounded <= cap + 1e-9:
+            if rounded + wm <= cap + 1e-9:
                 fits = True
         if not fits:
-            cap, block = caps[0]
+            cap, block, wm = caps[0]
             rounded = need if not block else -(-need // block) * block
+            if wm and rounded <= cap + 1e-9:
+                # serq's watermark: it fits the cap, not what admissions may use
+                self.scope.defer(LinkError(
+                    "`hold %s (%s)` can never be admitted: it needs %s unit(s) (%s in whole "
+                    "blocks) and admissions leave the pool's watermark %s of its %s free" % (
+                        hp.ref.name, _fmt(units), _fmt(need), _fmt(rounded), _fmt(wm), _fmt(cap)),
+                    hp.span, help="lower the pool's `watermark` or the request"))
+                return
             self.scope.defer(LinkError("`hold %s (%s)` can never fit: it needs %s unit(s) (%s in whole "
                             "blocks) and the pool holds %s" % (
                                 hp.ref.name, _fmt(units), _fmt(need), _fmt(rounded), _fmt(cap)),

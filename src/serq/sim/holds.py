@@ -148,7 +148,7 @@ class HoldOps(object):
             need = self.amount(s, units_f(s), op)
             if reserve_f is not None:
                 need = max(need, self.amount(s, reserve_f(s), op))
-            if round_up(need, p.block) > p.cap + EPS:
+            if round_up(need, p.block) + p.watermark > p.cap + EPS:
                 p.stats.rejected += 1
                 raise Rejected()
 

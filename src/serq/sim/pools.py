@@ -133,6 +133,13 @@ class Pool(object):
         # in ``sim.ticks`` up to which their pieces are added (``record``).
         self.sig = (0.0, 0.0, 0, 0, 0.0, False)
         self.synced = -1
+        # serq's extensions: the units an admission leaves free, and
+        # first-fit admission (``ff_key``: the state of the last scan that
+        # admitted nothing; ``qver`` counts the queue's changes)
+        self.watermark = decl.watermark
+        self.first_fit = decl.first_fit
+        self.ff_key = None
+        self.qver = 0
         c = compiler
         self.evict_keys = None if decl.evict is None else [c.expr(k) for k in decl.evict]
         self.queue_keys = None if decl.queue is None else [c.expr(k) for k in decl.queue]

@@ -32,6 +32,7 @@ class PoolSim(object):
             pool.queue.insert(0, w)
         else:
             pool.queue.append(w)
+        pool.qver += 1
         s = run.session
         s.waiting_in = pool
         s.cancel = lambda: self.leave_queue(pool, w)
@@ -40,6 +41,7 @@ class PoolSim(object):
     def leave_queue(self, pool, w):
         if w in pool.queue:
             pool.queue.remove(w)
+            pool.qver += 1
         w.run.session.waiting_in = None
 
     def is_waiting(self, s):
@@ -61,19 +63,77 @@ class PoolSim(object):
         return best
 
     def admit_pool(self, pool):
-        """Admit from ``pool``'s queue while the selected hold fits."""
+        """Admit from ``pool``'s queue while the selected hold fits (under
+        first fit, while the selected hold or one behind it fits)."""
         while pool.queue:
             w = self.select(pool)
-            if not self.try_admit(w):
-                pool.blocked = self.held_back(pool, w)
-                if pool.blocked and self.warm:
-                    pool.admission.blocked_attempts += 1
-                return
+            if self.try_admit(w):
+                continue
+            if pool.first_fit is not None and self.admit_past(pool, w) is not None:
+                continue
+            pool.blocked = self.held_back(pool, w)
+            if pool.blocked and self.warm:
+                pool.admission.blocked_attempts += 1
+            return
         pool.blocked = False
+
+    def admit_past(self, pool, head):
+        """First fit (serq's extension): ``head`` does not fit; admit the
+        first hold behind it in queue order that does, trying at most
+        ``within`` of them, and none once ``head`` has waited ``age``.  The
+        admitted ``Waiting``, or None.  A scan that admitted nothing is
+        redone only once the pools or the queue have changed (a header that
+        reads other state, such as `now`, is read again at those moments)."""
+        ff = pool.first_fit
+        if self.now - head.since >= ff.age:
+            return None
+        key = (pool.qver, id(head), tuple([(p.used, p.reserved) for p in self.pools]))
+        if pool.ff_key == key:
+            return None
+        order = self.queue_order(pool, head)
+        whole = ff.within is None or ff.within >= len(order)
+        if not whole:
+            order = order[:ff.within]
+        for w in order:
+            if self.try_admit(w):
+                return w
+        pool.ff_key = key
+        if whole:
+            # Nothing behind the head fits: no head-of-line blocking (what
+            # ``held_back`` would find by the same scan).
+            pool.blocked_key = (pool.used, pool.reserved, len(pool.queue), id(head))
+            pool.blocked = False
+        return None
+
+    def queue_order(self, pool, head):
+        """The waiting holds other than ``head`` in queue order: as they
+        wait under FIFO; under `queue by`, the resumed holds at the front
+        first, then the others by their keys (ties to the earlier)."""
+        q = pool.queue
+        if pool.queue_keys is None:
+            return [w for w in q if w is not head]
+        front = []
+        i = 0
+        while i < len(q) and q[i].resumed:
+            if q[i] is not head:
+                front.append(q[i])
+            i += 1
+        now = self.now
+        keyed = []
+        for w in q[i:]:
+            if w is head:
+                continue
+            s = w.run.session
+            s.waited = now - w.since
+            key = [total_key(f(s)) for f in pool.queue_keys]
+            key.append(w.seq)
+            keyed.append((key, w))
+        keyed.sort(key=lambda kw: kw[0])
+        return front + [w for _, w in keyed]
 
     def fits(self, run):
         units, needs = self.header(run)
-        return all(p.used + p.reserved + round_up(need, p.block) <= p.cap + EPS
+        return all(p.used + p.reserved + round_up(need, p.block) + p.watermark <= p.cap + EPS
                    for p, need in zip(run.pools, needs))
 
     def held_back(self, pool, head):
@@ -107,10 +167,12 @@ class PoolSim(object):
         s = run.session
         units, needs = self.header(run)
         for p, need in zip(run.pools, needs):
-            if p.used + p.reserved + round_up(need, p.block) > p.cap + EPS:
+            # (the watermark is 0.0 unless the pool declares one: x + 0.0 == x)
+            if p.used + p.reserved + round_up(need, p.block) + p.watermark > p.cap + EPS:
                 return False
         pool0 = run.pools[0]
         pool0.queue.remove(w)
+        pool0.qver += 1
         s.waiting_in = None
         s.cancel = None
         op = run.op
@@ -296,10 +358,13 @@ class PoolSim(object):
                 continue
             w = self.select(p)
             if not self.try_admit(w):
-                p.blocked = self.held_back(p, w)
-                if p.blocked and self.warm:
-                    p.admission.blocked_attempts += 1
-                return False
+                past = None if p.first_fit is None else self.admit_past(p, w)
+                if past is None:
+                    p.blocked = self.held_back(p, w)
+                    if p.blocked and self.warm:
+                        p.admission.blocked_attempts += 1
+                    return False
+                w = past
             p.blocked = False
             # The body runs now; its budget_left is the budget now less what
             # the residents want, not the planning's remainder (0.1.3).
@@ -475,6 +540,6 @@ class PoolSim(object):
                 continue
             units, needs = self.header(run)
             need = needs[run.pools.index(p)]
-            if round_up(need, p.block) > p.cap + EPS:
+            if round_up(need, p.block) + p.watermark > p.cap + EPS:
                 return (self.pool_label(q), need)  # the demand as the header reads it
         return None

@@ -270,6 +270,15 @@ class Spill:
 
 
 @dataclass
+class FirstFit:
+    """``first fit [within (N)] [until waited (T)]`` after a pool's `queue`
+    option (serq's extension, docs/first_fit_watermark.md)."""
+    span: Span
+    within: Optional[Expr] = None  # None: every waiting hold
+    age: Optional[Expr] = None  # None: the head never blocks again
+
+
+@dataclass
 class PoolDecl:
     name: str
     size: Optional[int]  # None: a single pool; N: a family of N members
@@ -283,6 +292,9 @@ class PoolDecl:
     admit_via: Optional[Name] = None
     spill: Optional[Spill] = None
     reserve_held: bool = False
+    # serq's extensions (not serQ 0.1.3): first-fit admission, a watermark
+    first_fit: Optional[FirstFit] = None
+    watermark: Optional[Expr] = None
 
 
 @dataclass
@@ -388,6 +400,9 @@ class Program:
     array_lets: List[str] = field(default_factory=list)
     # Names of the expression definitions (for ``--def`` diagnostics).
     expr_defs: List[str] = field(default_factory=list)
+    # serq's language extensions used, in source order: (what, where), for
+    # ``serq check --strict``.
+    extensions: List[Tuple[str, Span]] = field(default_factory=list)
 
 
 def walk(stmts: List[Stmt]):

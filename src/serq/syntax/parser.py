@@ -307,7 +307,8 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
             if t.kind != IDENT:
                 raise self.error("expected a pool option, found %s" % t.describe(), t)
             w = t.text
-            if w in ("cap", "block", "evict", "preempt", "queue", "admit", "spill", "reserve"):
+            if w in ("cap", "block", "evict", "preempt", "queue", "admit", "spill", "reserve",
+                     "watermark"):
                 self._once(seen, w, t, owner)
             self.next()
             if w == "cap":
@@ -339,6 +340,8 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
                 else:
                     self.expect("by")
                     decl.queue = self.parse_keys()
+                if self.at("first"):
+                    decl.first_fit = self.parse_first_fit()
             elif w == "admit":
                 self.expect("via")
                 decl.admit_via = self.parse_ref("a stage name")
@@ -353,13 +356,29 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
             elif w == "reserve":
                 self.expect("held")
                 decl.reserve_held = True
+            elif w == "watermark":
+                decl.watermark = self.parse_expr()
+                self.prog.extensions.append(("the pool watermark (`watermark`)", t.span()))
             else:
                 raise self.error("unknown pool option `%s`" % w, self.peek(),
                                  help="a pool takes cap, block, evict, preempt, queue, admit via, "
-                                      "spill, reserve held")
+                                      "spill, reserve held (and serq's watermark)")
             self.expect(";")
         self.next()
         return decl
+
+    def parse_first_fit(self) -> ast.FirstFit:
+        """``first fit [within (N)] [until waited (T)]`` (serq's extension)."""
+        ft = self.next()
+        self.expect("fit", help="first-fit admission is written `queue fifo first fit;`")
+        ff = ast.FirstFit(ft.span())
+        if self.accept("within"):
+            ff.within = self.paren_expr()
+        if self.accept("until"):
+            self.expect("waited", help="the head's age bound is written `until waited (T)`")
+            ff.age = self.paren_expr()
+        self.prog.extensions.append(("first-fit admission (`first fit`)", ft.span()))
+        return ff
 
     # ------------------------------------------------------------ stages
 
