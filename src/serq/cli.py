@@ -140,6 +140,7 @@ def _load(args):
     """A program file, or IR JSON (its first non-blank character is `{`)."""
     from .compiler import read_source
     from .ir.json import loads
+    from .ir.validate import validate
     text = read_source(args.file)
     if text.lstrip().startswith("{"):
         if args.set or args.defs:
@@ -148,7 +149,7 @@ def _load(args):
         for key in ("seed", "horizon", "warmup", "arrivals", "trace"):
             if getattr(args, key) is not None:
                 setattr(prog, key, getattr(args, key))
-        return prog
+        return validate(prog)
     return _compile(args, True)
 
 
@@ -271,6 +272,8 @@ def _cmd_ir(args) -> int:
             prog.arrivals = args.arrivals
         if args.trace is not None:
             prog.trace = args.trace
+        from .ir.validate import validate
+        validate(prog)
     else:
         if not args.file:
             raise UsageError("`serq ir` needs a program file (or `--from-json IR`)")
