@@ -24,6 +24,7 @@ stay byte-identical (without ``--extended`` the JSON is the reference's).
 import argparse
 import json as _json
 import math
+import os
 import sys
 from typing import List, Optional
 
@@ -357,6 +358,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("serq: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader went away (`serq run … | head`): stop quietly.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 141
     except Exception as e:  # a bug in serq, never the user's fault
         sys.stderr.write("serq: internal error (%s: %s); please report it with the input that "
                          "caused it\n" % (type(e).__name__, e))
