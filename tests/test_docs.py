@@ -13,7 +13,8 @@ written as if run from the repository's root):
 * a ```` ```console ```` block holds commands, each a line ``$ serq ...``,
   and what it prints below it (stdout, then stderr).  The output shown must
   be the output, line for line, except that a line ``...`` stands for any
-  number of lines.  A command that prints an ``error:`` line may fail; any
+  number of lines, and a line ending in ``...`` for any line that starts
+  with the text before it.  A command that prints an ``error:`` line may fail; any
   other must exit with status 0.
 
 A page may use no other fence (an unmarked ```` ``` ```` block is refused),
@@ -69,7 +70,9 @@ def lines_match(expected, actual) -> bool:
         return not actual
     if expected[0] == "...":
         return any(lines_match(expected[1:], actual[i:]) for i in range(len(actual) + 1))
-    return bool(actual) and expected[0] == actual[0] and lines_match(expected[1:], actual[1:])
+    e, a = expected[0], actual[0] if actual else None
+    same = a is not None and (e == a or (e.endswith("...") and a.startswith(e[:-3])))
+    return same and lines_match(expected[1:], actual[1:])
 
 
 def run_console_block(body: str, work: Path, where: str) -> None:
@@ -135,3 +138,5 @@ def test_lines_match():
     assert lines_match(["a", "...", "d"], ["a", "d"])
     assert not lines_match(["a", "...", "d"], ["a", "b"])
     assert not lines_match(["a"], ["a", "b"])
+    assert lines_match(["{\"x\": 1, ..."], ["{\"x\": 1, \"y\": 2}"])
+    assert not lines_match(["{\"x\": 2, ..."], ["{\"x\": 1, \"y\": 2}"])

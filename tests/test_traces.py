@@ -188,24 +188,24 @@ def test_windows_limit_and_scale(capsys, tmp_path):
 @pytest.mark.parametrize("fmt,ext,content,where", [
     ("burstgpt", "csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
      "5,ChatGPT,472,18,490,Conversation log\n6,ChatGPT,12x,3,15,API log\n",
-     r":3:11: error: .*line 3: Request tokens: `12x` is not a token count"),
+     r":3:11: error: Request tokens: `12x` is not a token count"),
     ("burstgpt", "csv", "Timestamp,Model,Request tokens\n", r"no column `Response tokens`"),
     ("burstgpt", "csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
-     "5,ChatGPT,472\n", r":2:1: error: .*expected 6 fields, got 3"),
+     "5,ChatGPT,472\n", r":2:1: error: expected 6 fields, got 3"),
     ("azure", "csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,374,44\n"
-     "2023-13-16 18:15:47,1,1\n", r":3:1: error: .*TIMESTAMP: `2023-13-16 18:15:47` is not"),
+     "2023-13-16 18:15:47,1,1\n", r":3:1: error: TIMESTAMP: `2023-13-16 18:15:47` is not"),
     ("azure", "csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,-3,44\n",
-     r":2:21: error: .*ContextTokens: `-3` is not a token count"),
+     r":2:21: error: ContextTokens: `-3` is not a token count"),
     ("mooncake", "jsonl", '{"timestamp": 0, "input_length": 5, "output_length": 1}\n'
      '{"timestamp": 1, "input_length": 5.5, "output_length": 1}\n',
-     r":2:\d+: error: .*`input_length` is 5.5; expected a token count"),
+     r":2:\d+: error: `input_length` is 5.5; expected a token count"),
     ("mooncake", "jsonl", '{"timestamp": 0, "input_length": 5, "output_length": 1}\n{oops\n',
-     r":2:2: error: .*line 2: not JSON"),
+     r":2:2: error: not JSON"),
     ("sharegpt", "json", '[\n  {"conversations": [\n    {"from": "human", "value": "hi"},\n'
      '    {"from": "robot", "value": "beep"}]}\n]\n',
      r"\[0\]\.conversations\[1\]\.from: unknown speaker \"robot\""),
     ("sharegpt", "json", '[\n  {"conversations": [\n    {"from": "human" "value": "x"}]}]',
-     r":3:22: error: .*line 3: not JSON"),
+     r":3:22: error: not JSON"),
 ])
 def test_bad_input_is_a_located_error(capsys, tmp_path, fmt, ext, content, where):
     f = tmp_path / ("bad." + ext)

@@ -50,7 +50,7 @@ class Request(NamedTuple):
 def fail(path: str, line: int, message: str, text: Optional[str] = None, col: int = 1,
          length: int = 1, help: Optional[str] = None) -> TraceError:
     source = None if text is None else "\n" * (line - 1) + text
-    return TraceError("%s: line %d: %s" % (path, line, message), Span(path, line, col, length),
+    return TraceError(message, Span(path, line, col, length),
                       help=help, source=source)
 
 
@@ -147,7 +147,7 @@ def _csv_rows(path: str, columns: Tuple[str, ...], what: str) -> Iterator[Tuple[
             header = [c.strip() for c in row]
             missing = [c for c in columns if c not in header]
             if missing:
-                raise fail(path, lineno, "not a %s header: no column %s" % (
+                raise fail(path, lineno, "the header is not %s's: no column %s" % (
                     what, ", ".join("`%s`" % c for c in missing)), raw,
                     help="the header names %s" % ", ".join(columns))
             continue
