@@ -116,6 +116,14 @@ def test_errors_are_value_errors():
         serq.compile(PROGRAM, source="run { horizon 1; }")
     with pytest.raises(OverflowError):
         serq.compile(PROGRAM, seed=-1)
+    src = "let x = 1; stage s : fifo; session { run s (x); } run { horizon 5; }"
+    for kw in (dict(sets={"x": None}), dict(seed="3"), dict(horizon="x"), dict(defs={"x": 3}),
+               dict(arrivals=1.5), dict(trace=3)):
+        with pytest.raises(TypeError, match="argument '%s'" % next(iter(kw))):
+            serq.compile(source=src, **kw)
+    with pytest.raises(OverflowError):
+        serq.compile(source=src, seed=2 ** 64)
+    assert serq.compile(source=src, sets={"x": "2 * 3"}, horizon=3).ir.horizon == 3
 
 
 def test_rng_is_the_reference_generator():

@@ -49,12 +49,36 @@ def compile(path: Optional[str] = None, *, source: Optional[str] = None,
             seed: Optional[int] = None, horizon: Optional[float] = None,
             warmup: Optional[float] = None, arrivals: Optional[int] = None,
             trace: Optional[str] = None) -> Program:
-    """Parse, link and check a program (exactly one of ``path`` and ``source``)."""
-    if seed is not None and (not isinstance(seed, int) or seed < 0):
+    """Parse, link and check a program (exactly one of ``path`` and ``source``).
+    An argument of the wrong type raises ``TypeError``, a negative or too
+    large seed ``OverflowError``, as pyserq does."""
+    _check_types(path, source, sets, defs, seed, horizon, warmup, arrivals, trace)
+    if seed is not None and not 0 <= seed < 2 ** 64:
         raise OverflowError("the seed is a whole number from 0 to 2^64 - 1")
     return Program(compile_program(path, source=source, sets=sets, defs=defs, seed=seed,
                                    horizon=horizon, warmup=warmup, arrivals=arrivals,
                                    trace=trace))
+
+
+def _check_types(path, source, sets, defs, seed, horizon, warmup, arrivals, trace) -> None:
+    def need(ok, name, what, value):
+        if not ok:
+            raise TypeError("argument '%s': %s, not %s" % (name, what, type(value).__name__))
+    for name, v in (("path", path), ("source", source), ("trace", trace)):
+        need(v is None or isinstance(v, str), name, "a string", v)
+    need(sets is None or isinstance(sets, dict), "sets", "a dict", sets)
+    for k, v in (sets or {}).items():
+        need(isinstance(k, str), "sets", "names are strings", k)
+        need(isinstance(v, (int, float, str)), "sets",
+             "a value is a number or an expression (a string)", v)
+    need(defs is None or isinstance(defs, dict), "defs", "a dict", defs)
+    for k, v in (defs or {}).items():
+        need(isinstance(k, str) and isinstance(v, str), "defs",
+             "names and bodies are strings", v if isinstance(k, str) else k)
+    need(seed is None or isinstance(seed, int), "seed", "an integer", seed)
+    need(arrivals is None or isinstance(arrivals, int), "arrivals", "an integer", arrivals)
+    for name, v in (("horizon", horizon), ("warmup", warmup)):
+        need(v is None or isinstance(v, (int, float)), name, "a real number", v)
 
 
 class Observe(object):
