@@ -11,7 +11,7 @@ written as if run from the repository's root):
 * a ```` ```python ```` block is executed; a page's blocks share one
   namespace (a block that calls ``to_dataframe`` needs pandas: without
   it the page's other blocks run and the test is skipped);
-* a ```` ```console ```` block holds commands, each a line ``$ serq ...``,
+* a ```` ```console ```` (or ```` ```sh ````) block holds commands, each a line ``$ serq ...``,
   and what it prints below it (stdout, then stderr).  The output shown must
   be the output, line for line, except that a line ``...`` stands for any
   number of lines, and a line ending in ``...`` for any line that starts
@@ -39,7 +39,7 @@ DOCS = ROOT / "docs"
 STRICT = ["getting-started.md", "language.md", "cookbook.md", "cli.md", "api.md"]
 PAGES = sorted(p.name for p in DOCS.glob("*.md"))
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.S | re.M)
-KINDS = ("serq", "python", "console")
+KINDS = ("serq", "python", "console", "sh")
 try:
     import pandas  # noqa: F401
     HAVE_PANDAS = True
