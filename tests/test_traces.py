@@ -227,6 +227,7 @@ def test_usage_errors(capsys, tmp_path):
               "conversations"], "the conversations layout is ShareGPT's"),
             ([str(DATA / "burstgpt.csv"), "--format", "burstgpt", "--start", "1000"],
              "no request to write"),
+            ([sg, "--format", "sharegpt", "--duration", "5"], "conversations have no times"),
             ([str(tmp_path / "missing.csv"), "--format", "azure"], "cannot read")]:
         code = main(["trace", "convert"] + args)
         err = capsys.readouterr().err

@@ -73,6 +73,10 @@ class Options(object):
                 raise UsageError("`--%s %s` is not a finite %s number"
                                  % (name, v, "non-negative" if name in ("start", "think")
                                     else "positive"))
+        if layout == "conversations" and (start or duration is not None):
+            raise UsageError("ShareGPT conversations have no times: `--start` and `--duration` "
+                             "window a timeline (give `--rate R`); `--limit` keeps the first "
+                             "conversations")
         if limit is not None and limit < 1:
             raise UsageError("`--limit` is at least 1")
         if tokenizer not in readers.TOKENIZERS:
