@@ -32,6 +32,64 @@ def test_same_report_as_pyserq():
     assert ours.json() == theirs.json()
     assert ours.observe("resp").samples == list(theirs.observe("resp").samples)
     assert ours.gauge("total").values == list(theirs.gauge("total").values)
+    # The same shapes: observes and gauges by name, stages and pools as rows.
+    assert list(ours.observes) == list(theirs.observes)
+    assert list(ours.gauges) == list(theirs.gauges)
+    assert ours.observes["resp"].sessions == theirs.observes["resp"].sessions
+    assert ours.observes["resp"].turns == theirs.observes["resp"].turns
+    assert ours.gauges["total"].times == theirs.gauges["total"].times
+    assert [(s.name, s.index, s.completed) for s in ours.stages] == \
+        [(s.name, s.index, s.completed) for s in theirs.stages]
+    for name in ("resp", "picked"):
+        a, b = ours.observe(name), theirs.observe(name)
+        assert (a.count, a.mean, a.p99) == (b.count, b.mean, b.p99)
+
+
+def test_series_are_fresh_lists():
+    report = serq.run(serq.compile(PROGRAM, seed=5))
+    resp = report.observes["resp"]
+    samples = resp.samples
+    samples.clear()
+    assert len(resp.samples) == resp.count > 0
+    assert report.observes is not report.observes
+
+
+def test_to_dataframe_tidy_frames():
+    pd = pytest.importorskip("pandas")
+    report = serq.run(serq.compile(PROGRAM, seed=5))
+    samples = report.to_dataframe()
+    assert list(samples.columns) == ["observe", "time", "session", "turn", "value"]
+    assert str(samples["session"].dtype) == "int64" and str(samples["value"].dtype) == "float64"
+    for name, o in report.observes.items():
+        rows = samples[samples["observe"] == name]
+        assert list(rows["value"]) == o.samples
+        assert list(rows["time"]) == o.times and list(rows["session"]) == o.sessions
+    assert len(samples) == sum(o.count for o in report.observes.values())
+    gauges = report.to_dataframe("gauges")
+    assert list(gauges.columns) == ["gauge", "time", "value"]
+    assert list(gauges[gauges["gauge"] == "total"]["value"]) == report.gauge("total").values
+    summary = report.to_dataframe("observes").set_index("observe")
+    assert summary.loc["resp", "count"] == report.observe("resp").count
+    assert summary.loc["resp", "mean"] == report.observe("resp").mean
+    stages = report.to_dataframe("stages")
+    assert list(stages["index"]) == [s.index for s in report.stages]
+    assert list(stages["completed"]) == [s.completed for s in report.stages]
+    # A grouped mean over the samples is the report's mean.
+    means = samples.groupby("observe")["value"].mean()
+    assert abs(means["resp"] - report.observe("resp").mean) < 1e-9 * report.observe("resp").mean
+    with pytest.raises(ValueError, match="one of samples"):
+        report.to_dataframe("nothing")
+
+
+def test_to_dataframe_absent_values_are_nan():
+    pytest.importorskip("pandas")
+    report = serq.run(serq.compile(source="stage s : fifo; pool p { cap 2; } workload { "
+                                   "arrive batch(3); } session { hold p (1) { run s (1); } "
+                                   "observe t = now; } run { horizon 10; }"))
+    pools = report.to_dataframe("pools")
+    assert list(pools.columns)[:3] == ["name", "index", "mean_used"]
+    assert pools["index"].isna().all()
+    assert pools.loc[0, "admissions"] == report.pool("p").admissions == 3
 
 
 def test_program_json_round_trip_and_source():
@@ -42,6 +100,15 @@ def test_program_json_round_trip_and_source():
     assert serq.run(again).json() == serq.run(p).json()
 
 
+def test_from_json_validates():
+    p = serq.compile(source="stage s : fifo; workload { arrive batch(3); } "
+                            "session { run s (1); observe t = now; } run { horizon 10; }")
+    bad = p.to_json().replace('"base": 0', '"base": 3')
+    with pytest.raises(SerqError, match=r"stage reference 3\.\.4 out of range .* "
+                       r"at blocks\[2\]\[0\]"):
+        serq.Program.from_json(bad)
+
+
 def test_errors_are_value_errors():
     with pytest.raises(ValueError):
         serq.compile(source="session { run nowhere (1); } run { horizon 1; }")
@@ -49,6 +116,14 @@ def test_errors_are_value_errors():
         serq.compile(PROGRAM, source="run { horizon 1; }")
     with pytest.raises(OverflowError):
         serq.compile(PROGRAM, seed=-1)
+    src = "let x = 1; stage s : fifo; session { run s (x); } run { horizon 5; }"
+    for kw in (dict(sets={"x": None}), dict(seed="3"), dict(horizon="x"), dict(defs={"x": 3}),
+               dict(arrivals=1.5), dict(trace=3)):
+        with pytest.raises(TypeError, match="argument '%s'" % next(iter(kw))):
+            serq.compile(source=src, **kw)
+    with pytest.raises(OverflowError):
+        serq.compile(source=src, seed=2 ** 64)
+    assert serq.compile(source=src, sets={"x": "2 * 3"}, horizon=3).ir.horizon == 3
 
 
 def test_rng_is_the_reference_generator():

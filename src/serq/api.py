@@ -12,11 +12,13 @@ Differences from pyserq: errors are ``serq.errors.SerqError`` (a
 ``ValueError``, as pyserq raises), and a report row's absent value is
 ``None`` rather than ``nan``.
 """
+import math
 from typing import Dict, List, Optional
 
 from .compiler import compile_program
 from .ir import json as ir_json
 from .ir import nodes as ir
+from .ir.validate import validate
 from .report.build import build_report
 from .report.jsonfmt import report_json
 from .runner import simulate
@@ -37,9 +39,9 @@ class Program(object):
 
     @staticmethod
     def from_json(text: str) -> "Program":
-        """A program from IR JSON text (a relative trace is read from the
-        current directory)."""
-        return Program(ir_json.loads(text))
+        """A program from IR JSON text, checked (``serq.ir.validate``); a
+        relative trace is read from the current directory."""
+        return Program(validate(ir_json.loads(text)))
 
 
 def compile(path: Optional[str] = None, *, source: Optional[str] = None,
@@ -47,17 +49,44 @@ def compile(path: Optional[str] = None, *, source: Optional[str] = None,
             seed: Optional[int] = None, horizon: Optional[float] = None,
             warmup: Optional[float] = None, arrivals: Optional[int] = None,
             trace: Optional[str] = None) -> Program:
-    """Parse, link and check a program (exactly one of ``path`` and ``source``)."""
-    if seed is not None and (not isinstance(seed, int) or seed < 0):
+    """Parse, link and check a program (exactly one of ``path`` and ``source``).
+    An argument of the wrong type raises ``TypeError``, a negative or too
+    large seed ``OverflowError``, as pyserq does."""
+    _check_types(path, source, sets, defs, seed, horizon, warmup, arrivals, trace)
+    if seed is not None and not 0 <= seed < 2 ** 64:
         raise OverflowError("the seed is a whole number from 0 to 2^64 - 1")
     return Program(compile_program(path, source=source, sets=sets, defs=defs, seed=seed,
                                    horizon=horizon, warmup=warmup, arrivals=arrivals,
                                    trace=trace))
 
 
+def _check_types(path, source, sets, defs, seed, horizon, warmup, arrivals, trace) -> None:
+    def need(ok, name, what, value):
+        if not ok:
+            raise TypeError("argument '%s': %s, not %s" % (name, what, type(value).__name__))
+    for name, v in (("path", path), ("source", source), ("trace", trace)):
+        need(v is None or isinstance(v, str), name, "a string", v)
+    need(sets is None or isinstance(sets, dict), "sets", "a dict", sets)
+    for k, v in (sets or {}).items():
+        need(isinstance(k, str), "sets", "names are strings", k)
+        need(isinstance(v, (int, float, str)), "sets",
+             "a value is a number or an expression (a string)", v)
+    need(defs is None or isinstance(defs, dict), "defs", "a dict", defs)
+    for k, v in (defs or {}).items():
+        need(isinstance(k, str) and isinstance(v, str), "defs",
+             "names and bodies are strings", v if isinstance(k, str) else k)
+    need(seed is None or isinstance(seed, int), "seed", "an integer", seed)
+    need(arrivals is None or isinstance(arrivals, int), "arrivals", "an integer", arrivals)
+    for name, v in (("horizon", horizon), ("warmup", warmup)):
+        need(v is None or isinstance(v, (int, float)), name, "a real number", v)
+
+
 class Observe(object):
-    """One observation: its summary and every sample after warm-up, with the
-    time, the session and its turn."""
+    """One observation: its summary (``count``, ``mean``, ``ci``, ``cv2``,
+    ``p99``) and every sample after warm-up, with its time, the session
+    that recorded it and the session's turn.  As in pyserq, ``samples``,
+    ``times``, ``sessions`` and ``turns`` are lists and each access makes a
+    new one: bind it once."""
 
     def __init__(self, row, series):
         self.name = row.name
@@ -66,14 +95,31 @@ class Observe(object):
         self.ci = row.ci
         self.cv2 = row.cv2
         self.p99 = row.p99
-        self.samples = list(series.values)
-        self.times = list(series.times)
-        self.sessions = list(series.sessions)
-        self.turns = list(series.turns)
+        self._series = series
+
+    @property
+    def samples(self) -> List[float]:
+        return list(self._series.values)
+
+    @property
+    def times(self) -> List[float]:
+        return list(self._series.times)
+
+    @property
+    def sessions(self) -> List[int]:
+        return list(self._series.sessions)
+
+    @property
+    def turns(self) -> List[int]:
+        return list(self._series.turns)
+
+    def __repr__(self) -> str:
+        return "Observe(%r, count=%d, mean=%r)" % (self.name, self.count, self.mean)
 
 
 class Gauge(object):
-    """One gauge: its summary and its change points."""
+    """One gauge: its summary (``mean``, ``ci``, ``min``, ``max``) and its
+    change points ``times``, ``values`` (the whole run, warm-up included)."""
 
     def __init__(self, row, trace):
         self.name = row.name
@@ -81,32 +127,55 @@ class Gauge(object):
         self.ci = row.ci
         self.min = row.min
         self.max = row.max
-        self.times = list(trace.times)
-        self.values = list(trace.values)
+        self._trace = trace
+
+    @property
+    def times(self) -> List[float]:
+        return list(self._trace.times)
+
+    @property
+    def values(self) -> List[float]:
+        return list(self._trace.values)
+
+    def __repr__(self) -> str:
+        return "Gauge(%r, mean=%r)" % (self.name, self.mean)
+
+
+FRAMES = ("samples", "gauges", "observes", "stages", "pools")
 
 
 class Report(object):
     """The result of a run: the fields of the JSON report as attributes, and
-    the reference's accessors."""
+    the reference's accessors.  ``observes`` and ``gauges`` are dicts by
+    name in the program's order (a new dict on each access), ``stages`` and
+    ``pools`` lists of rows, one per member."""
 
     def __init__(self, report, sim):
         self._report = report
         for key in report.SCALAR_FIELDS:
             setattr(self, key, getattr(report, key))
-        self.observes = [Observe(report.observes[o.name], o) for o in sim.observations]
-        self.gauges = [Gauge(report.gauges[g.name], g) for g in sim.gauges]
+        self._observes = [Observe(report.observes[o.name], o) for o in sim.observations]
+        self._gauges = [Gauge(report.gauges[g.name], g) for g in sim.gauges]
         self.stages = list(report.stages)
         self.pools = list(report.pools)
+
+    @property
+    def observes(self) -> Dict[str, Observe]:
+        return {o.name: o for o in self._observes}
+
+    @property
+    def gauges(self) -> Dict[str, Gauge]:
+        return {g.name: g for g in self._gauges}
 
     def json(self) -> str:
         """The report as pyserq 0.1.3's ``Report.json()`` prints it."""
         return report_json(self._report)
 
     def observe(self, name: str) -> Optional[Observe]:
-        return next((o for o in self.observes if o.name == name), None)
+        return next((o for o in self._observes if o.name == name), None)
 
     def gauge(self, name: str) -> Optional[Gauge]:
-        return next((g for g in self.gauges if g.name == name), None)
+        return next((g for g in self._gauges if g.name == name), None)
 
     def stage(self, name: str):
         """The first stage member of that name."""
@@ -121,15 +190,79 @@ class Report(object):
     def pools_named(self, name: str) -> List:
         return [p for p in self.pools if p.name == name]
 
-    def to_dataframe(self):
-        """One row per observation sample (name, time, session, turn, value),
-        as a pandas DataFrame (needs the ``frames`` extra: pandas)."""
-        import pandas as pd
-        rows = []
-        for o in self.observes:
-            for t, s, k, v in zip(o.times, o.sessions, o.turns, o.samples):
-                rows.append((o.name, t, s, k, v))
-        return pd.DataFrame(rows, columns=["observe", "time", "session", "turn", "value"])
+    def to_dataframe(self, what: str = "samples"):
+        """A tidy pandas DataFrame (needs the ``frames`` extra: pandas).
+
+        ``what`` is one of:
+
+        * ``"samples"``: one row per observation sample after warm-up,
+          columns ``observe`` (the name), ``time``, ``session`` (the
+          session's serial), ``turn`` (its turn number), ``value``;
+        * ``"gauges"``: one row per gauge change point, columns ``gauge``,
+          ``time``, ``value``;
+        * ``"observes"``: one row per observation, the summary columns
+          ``observe``, ``count``, ``mean``, ``ci``, ``cv2``, ``p99``;
+        * ``"stages"``, ``"pools"``: one row per member, the columns of the
+          JSON report's rows (``name``, ``index``, ...).
+
+        Absent values (JSON ``null``) are NaN.
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("Report.to_dataframe needs pandas: pip install 'serq[frames]'") \
+                from None
+        if what == "samples":
+            cols = {"observe": [], "time": [], "session": [], "turn": [], "value": []}
+            for o in self._observes:
+                s = o._series
+                cols["observe"].extend([o.name] * len(s.values))
+                cols["time"].extend(s.times)
+                cols["session"].extend(s.sessions)
+                cols["turn"].extend(s.turns)
+                cols["value"].extend(s.values)
+            return pd.DataFrame({
+                "observe": pd.Series(cols["observe"], dtype=object),
+                "time": pd.Series(cols["time"], dtype="float64"),
+                "session": pd.Series(cols["session"], dtype="int64"),
+                "turn": pd.Series(cols["turn"], dtype="int64"),
+                "value": pd.Series(cols["value"], dtype="float64")})
+        if what == "gauges":
+            names, times, values = [], [], []
+            for g in self._gauges:
+                t = g._trace
+                names.extend([g.name] * len(t.times))
+                times.extend(t.times)
+                values.extend(t.values)
+            return pd.DataFrame({"gauge": pd.Series(names, dtype=object),
+                                 "time": pd.Series(times, dtype="float64"),
+                                 "value": pd.Series(values, dtype="float64")})
+        if what == "observes":
+            rows = [(o.name, o.count, o.mean, o.ci, o.cv2, o.p99) for o in self._observes]
+            frame = pd.DataFrame(rows, columns=["observe", "count", "mean", "ci", "cv2", "p99"])
+            return frame.astype({"count": "int64", "mean": "float64", "ci": "float64",
+                                 "cv2": "float64", "p99": "float64"})
+        if what in ("stages", "pools"):
+            rows = self.stages if what == "stages" else self.pools
+            cls = type(rows[0]) if rows else None
+            fields = list(cls.JSON_FIELDS) if cls else ["name", "index"]
+            data = [[_frame_cell(getattr(r, f)) for f in fields] for r in rows]
+            frame = pd.DataFrame(data, columns=fields)
+            if "index" in frame:
+                frame["index"] = frame["index"].astype("Int64")
+            return frame
+        raise ValueError("to_dataframe(%r): what is one of %s" % (what, ", ".join(FRAMES)))
+
+    def __repr__(self) -> str:
+        return "Report(seed=%d, end=%r, arrivals=%d)" % (self.seed, self.end, self.arrivals)
+
+
+def _frame_cell(v):
+    if v is None:
+        return math.nan
+    if isinstance(v, tuple):  # a pool's over_cap: (queue, need)
+        return "%s:%s" % v
+    return v
 
 
 def run(program: Program) -> Report:

@@ -13,6 +13,9 @@
     serq plot  --run FILE [--seed N] [--set …] -o OUT.png|OUT.html
     serq draw  FILE [--format svg|tikz|dot] [--output FILE] [--set …]... [--def …]...
     serq fmt   FILE... [--check] [--diff] [--stdout]
+    serq trace convert TRACE --format F [-o OUT] [--layout L] [--limit N]
+               [--start S] [--duration D] [--scale F] [--rate R] [--seed N]
+               [--think T] [--tokenizer chars4|words] [--block-tokens N]
 
 Exit status: 0 success, 1 an error in the user's input (printed as
 ``FILE:LINE:COL: error: …`` with the source line and a caret), 2 a usage
@@ -27,6 +30,7 @@ stay byte-identical (without ``--extended`` the JSON is the reference's).
 import argparse
 import json as _json
 import math
+import os
 import sys
 from typing import List, Optional
 
@@ -141,6 +145,37 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--diff", action="store_true", help="print what would change, change nothing")
     f.add_argument("--stdout", action="store_true",
                    help="print the formatted programs instead of rewriting the files")
+    t = sub.add_parser("trace", help="work with trace files")
+    tsub = t.add_subparsers(dest="trace_command", metavar="TRACE_COMMAND")
+    tc = tsub.add_parser("convert", help="convert a public trace (ShareGPT, BurstGPT, Azure "
+                         "2023/2024, Mooncake) to the trace CSV a workload replays")
+    from .traces import FORMATS, LAYOUTS
+    tc.add_argument("input", help="the trace file")
+    tc.add_argument("--format", required=True, choices=FORMATS,
+                    help="the input's format (azure2023 and azure2024 are azure)")
+    tc.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    tc.add_argument("--layout", choices=LAYOUTS,
+                    help="timeline: one session, a turn per request, think = gap to the "
+                    "next (default; conversations for ShareGPT without --rate); requests: a "
+                    "session per request; conversations: a session per ShareGPT conversation")
+    tc.add_argument("--limit", type=_pos_int, metavar="N", help="keep the first N requests "
+                    "(conversations) of the window")
+    tc.add_argument("--start", type=lambda t: _time(t, False), default=0.0, metavar="S",
+                    help="keep requests from S seconds after the trace's first one")
+    tc.add_argument("--duration", type=lambda t: _time(t, True), metavar="D",
+                    help="keep requests before start + D seconds")
+    tc.add_argument("--scale", type=lambda t: _time(t, True), default=1.0, metavar="F",
+                    help="multiply every gap (and think time) by F (0.5: twice as fast)")
+    tc.add_argument("--rate", type=lambda t: _time(t, True), metavar="R",
+                    help="ShareGPT: arrivals a second of the Poisson stream drawn for it")
+    tc.add_argument("--seed", type=_nonneg_int, default=1, help="ShareGPT: the stream's seed")
+    tc.add_argument("--think", type=lambda t: _time(t, False), default=0.0, metavar="T",
+                    help="ShareGPT conversations: think seconds between turns")
+    tc.add_argument("--tokenizer", choices=("chars4", "words"), default="chars4",
+                    help="ShareGPT: tokens per message: chars4 = characters / 4 rounded up "
+                    "(default), words = whitespace-separated words")
+    tc.add_argument("--block-tokens", type=_pos_int, default=512, metavar="N",
+                    help="Mooncake: tokens per hash id (default 512)")
     return ap
 
 
@@ -207,6 +242,7 @@ def _load(args):
     """A program file, or IR JSON (its first non-blank character is `{`)."""
     from .compiler import read_source
     from .ir.json import loads
+    from .ir.validate import validate
     text = read_source(args.file)
     if text.lstrip().startswith("{"):
         if args.set or args.defs:
@@ -215,7 +251,7 @@ def _load(args):
         for key in ("seed", "horizon", "warmup", "arrivals", "trace"):
             if getattr(args, key, None) is not None:
                 setattr(prog, key, getattr(args, key))
-        return prog
+        return validate(prog)
     return _compile(args, hasattr(args, "seed"))
 
 
@@ -338,6 +374,8 @@ def _cmd_ir(args) -> int:
             prog.arrivals = args.arrivals
         if args.trace is not None:
             prog.trace = args.trace
+        from .ir.validate import validate
+        validate(prog)
     else:
         if not args.file:
             raise UsageError("`serq ir` needs a program file (or `--from-json IR`)")
@@ -408,6 +446,18 @@ def _cmd_fmt(args) -> int:
                        sys.stderr)
 
 
+def _cmd_trace(args) -> int:
+    from .traces import Options, convert_file
+    if args.trace_command is None:
+        raise UsageError("`serq trace` needs a command: `serq trace convert FILE --format F`")
+    o = Options(args.format, args.layout, args.limit, args.start, args.duration, args.scale,
+                args.rate, args.seed, args.think, args.tokenizer, args.block_tokens)
+    summary = convert_file(args.input, args.output, o, sys.stdout)
+    if args.output not in (None, "-"):
+        sys.stderr.write("wrote %s: %s\n" % (args.output, summary))
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = _parser()
     try:
@@ -431,6 +481,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_draw(args)
         if args.command == "fmt":
             return _cmd_fmt(args)
+        if args.command == "trace":
+            return _cmd_trace(args)
         return _cmd_ir(args)
     except UsageError as e:
         sys.stderr.write("serq: %s\n" % e.render())
@@ -444,6 +496,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("serq: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader went away (`serq run … | head`): stop quietly.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 141
     except Exception as e:  # a bug in serq, never the user's fault
         sys.stderr.write("serq: internal error (%s: %s); please report it with the input that "
                          "caused it\n" % (type(e).__name__, e))

@@ -1,0 +1,155 @@
+"""Every code block of the documentation runs.
+
+The blocks of each page run in order, in a scratch directory that links
+the repository's ``examples/``, ``lib/`` and ``tests/`` (the pages are
+written as if run from the repository's root):
+
+* a ```` ```serq ```` block is a whole program: it is compiled and run with
+  a horizon of at most 20 (and no warm-up).  A first line
+  ``// file: NAME.sq`` saves it under that name for later blocks of the
+  page (``$ serq run NAME.sq``);
+* a ```` ```python ```` block is executed; a page's blocks share one
+  namespace (a block that calls ``to_dataframe`` needs pandas: without
+  it the page's other blocks run and the test is skipped);
+* a ```` ```console ```` (or ```` ```sh ````) block holds commands, each a line ``$ serq ...``,
+  and what it prints below it (stdout, then stderr).  The output shown must
+  be the output, line for line, except that a line ``...`` stands for any
+  number of lines, and a line ending in ``...`` for any line that starts
+  with the text before it.  A command that prints an ``error:`` line may fail; any
+  other must exit with status 0.
+
+A page may use no other fence (an unmarked ```` ``` ```` block is refused),
+so nothing in the docs escapes the test.  docs/divergences.md,
+docs/examples.md and docs/admission.md predate this rule; their marked
+blocks run, their unmarked ones (a report excerpt) are left alone.
+"""
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import serq
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+STRICT = ["getting-started.md", "language.md", "cookbook.md", "cli.md", "api.md"]
+PAGES = sorted(p.name for p in DOCS.glob("*.md"))
+FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.S | re.M)
+KINDS = ("serq", "python", "console", "sh")
+try:
+    import pandas  # noqa: F401
+    HAVE_PANDAS = True
+except ImportError:
+    HAVE_PANDAS = False
+
+
+def blocks(text):
+    """(kind, body, line) of each fenced block."""
+    for m in FENCE.finditer(text):
+        yield m.group(1).strip(), m.group(2), text.count("\n", 0, m.start()) + 1
+
+
+def scratch(tmp_path: Path) -> Path:
+    for name in ("examples", "lib", "tests"):
+        os.symlink(ROOT / name, tmp_path / name)
+    return tmp_path
+
+
+def run_serq_block(body: str, work: Path, where: str) -> None:
+    first = body.split("\n", 1)[0].strip()
+    name = first[len("// file:"):].strip() if first.startswith("// file:") else "_block.sq"
+    (work / name).write_text(body)
+    program = serq.compile(str(work / name))
+    horizon = min(program.ir.horizon, 20.0)
+    quick = serq.compile(str(work / name), horizon=horizon, warmup=0)
+    report = serq.run(quick)
+    assert report.end <= horizon, where
+
+
+def lines_match(expected, actual) -> bool:
+    """``expected`` with ``...`` lines matching any run of lines."""
+    if not expected:
+        return not actual
+    if expected[0] == "...":
+        return any(lines_match(expected[1:], actual[i:]) for i in range(len(actual) + 1))
+    e, a = expected[0], actual[0] if actual else None
+    same = a is not None and (e == a or (e.endswith("...") and a.startswith(e[:-3])))
+    return same and lines_match(expected[1:], actual[1:])
+
+
+def run_console_block(body: str, work: Path, where: str) -> None:
+    commands = []
+    for line in body.rstrip("\n").split("\n"):
+        if line.startswith("$ "):
+            commands.append((line[2:], []))
+        else:
+            assert commands, "%s: output before any `$ serq` command" % where
+            commands[-1][1].append(line.rstrip())
+    assert commands, "%s: a console block without a command" % where
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), COLUMNS="100")
+    for command, expected in commands:
+        argv = shlex.split(command)
+        assert argv[0] == "serq", "%s: only `$ serq ...` commands run: %s" % (where, command)
+        proc = subprocess.run([sys.executable, "-m", "serq"] + argv[1:], cwd=str(work),
+                              env=env, capture_output=True, text=True, timeout=120)
+        actual = (proc.stdout + proc.stderr).rstrip("\n").split("\n")
+        actual = [l.rstrip() for l in actual] if actual != [""] else []
+        while expected and expected[-1] == "":
+            expected.pop()
+        shows_error = any("error:" in l for l in expected)
+        assert proc.returncode == 0 or shows_error, "%s: `%s` exited %d:\n%s" % (
+            where, command, proc.returncode, proc.stderr)
+        if expected:
+            assert lines_match(expected, actual), "%s: `%s` printed\n%s\nnot\n%s" % (
+                where, command, "\n".join(actual), "\n".join(expected))
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_block_runs(page, tmp_path, monkeypatch):
+    text = (DOCS / page).read_text()
+    work = scratch(tmp_path)
+    monkeypatch.chdir(work)
+    namespace = {"__name__": "__doc__"}
+    ran = 0
+    needs_pandas = []
+    for kind, body, line in blocks(text):
+        where = "docs/%s:%d" % (page, line)
+        if kind not in KINDS:
+            assert page not in STRICT, "%s: a ```%s block; use serq, python or console" % (
+                where, kind)
+            continue
+        if kind == "serq":
+            run_serq_block(body, work, where)
+        elif kind == "python":
+            if "to_dataframe" in body and not HAVE_PANDAS:
+                needs_pandas.append(where)
+                continue
+            exec(compile(body, where, "exec"), namespace)
+        else:
+            run_console_block(body, work, where)
+        ran += 1
+    if page in STRICT:
+        assert ran > 0
+    if needs_pandas:
+        pytest.skip("the other blocks ran; %s need pandas (the `frames` extra)"
+                    % ", ".join(needs_pandas))
+
+
+def test_the_strict_pages_exist_and_are_linked():
+    index = (ROOT / "README.md").read_text()
+    for page in STRICT:
+        assert (DOCS / page).exists(), page
+        assert "docs/%s" % page in index, "README does not link docs/%s" % page
+
+
+def test_lines_match():
+    assert lines_match(["a", "...", "d"], ["a", "b", "c", "d"])
+    assert lines_match(["a", "...", "d"], ["a", "d"])
+    assert not lines_match(["a", "...", "d"], ["a", "b"])
+    assert not lines_match(["a"], ["a", "b"])
+    assert lines_match(["{\"x\": 1, ..."], ["{\"x\": 1, \"y\": 2}"])
+    assert not lines_match(["{\"x\": 2, ..."], ["{\"x\": 1, \"y\": 2}"])
