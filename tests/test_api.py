@@ -30,14 +30,14 @@ def test_same_report_as_pyserq():
     ours = serq.run(serq.compile(PROGRAM, seed=9))
     theirs = pyserq.run(pyserq.compile(PROGRAM, seed=9))
     assert ours.json() == theirs.json()
-    assert ours.observe("resp").samples == list(theirs.observe("resp").samples)
-    assert ours.gauge("total").values == list(theirs.gauge("total").values)
+    assert ours.observe("resp").samples.tolist() == list(theirs.observe("resp").samples)
+    assert ours.gauge("total").values.tolist() == list(theirs.gauge("total").values)
     # The same shapes: observes and gauges by name, stages and pools as rows.
     assert list(ours.observes) == list(theirs.observes)
     assert list(ours.gauges) == list(theirs.gauges)
-    assert ours.observes["resp"].sessions == theirs.observes["resp"].sessions
-    assert ours.observes["resp"].turns == theirs.observes["resp"].turns
-    assert ours.gauges["total"].times == theirs.gauges["total"].times
+    assert ours.observes["resp"].sessions.tolist() == list(theirs.observes["resp"].sessions)
+    assert ours.observes["resp"].turns.tolist() == list(theirs.observes["resp"].turns)
+    assert ours.gauges["total"].times.tolist() == list(theirs.gauges["total"].times)
     assert [(s.name, s.index, s.completed) for s in ours.stages] == \
         [(s.name, s.index, s.completed) for s in theirs.stages]
     for name in ("resp", "picked"):
@@ -45,12 +45,19 @@ def test_same_report_as_pyserq():
         assert (a.count, a.mean, a.p99) == (b.count, b.mean, b.p99)
 
 
-def test_series_are_fresh_lists():
+def test_series_are_fresh_numpy_arrays():
+    np = pytest.importorskip("numpy")
     report = serq.run(serq.compile(PROGRAM, seed=5))
     resp = report.observes["resp"]
     samples = resp.samples
-    samples.clear()
-    assert len(resp.samples) == resp.count > 0
+    assert isinstance(samples, np.ndarray) and samples.dtype == np.float64
+    assert resp.times.dtype == np.float64
+    assert resp.sessions.dtype == np.int64 and resp.turns.dtype == np.int64
+    assert len(samples) == resp.count > 0
+    samples[:] = -1.0  # a fresh array each access: the report is untouched
+    assert (resp.samples >= 0).all()
+    assert abs(resp.samples.mean() - resp.mean) < 1e-9 * resp.mean
+    assert report.gauge("total").values.dtype == np.float64
     assert report.observes is not report.observes
 
 
@@ -62,12 +69,12 @@ def test_to_dataframe_tidy_frames():
     assert str(samples["session"].dtype) == "int64" and str(samples["value"].dtype) == "float64"
     for name, o in report.observes.items():
         rows = samples[samples["observe"] == name]
-        assert list(rows["value"]) == o.samples
-        assert list(rows["time"]) == o.times and list(rows["session"]) == o.sessions
+        assert list(rows["value"]) == o.samples.tolist()
+        assert list(rows["time"]) == o.times.tolist() and list(rows["session"]) == o.sessions.tolist()
     assert len(samples) == sum(o.count for o in report.observes.values())
     gauges = report.to_dataframe("gauges")
     assert list(gauges.columns) == ["gauge", "time", "value"]
-    assert list(gauges[gauges["gauge"] == "total"]["value"]) == report.gauge("total").values
+    assert list(gauges[gauges["gauge"] == "total"]["value"]) == report.gauge("total").values.tolist()
     summary = report.to_dataframe("observes").set_index("observe")
     assert summary.loc["resp", "count"] == report.observe("resp").count
     assert summary.loc["resp", "mean"] == report.observe("resp").mean

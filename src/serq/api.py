@@ -5,15 +5,20 @@ pyserq`` works for the documented calls::
     program = serq.compile("examples/chat.sq", sets={"rate": 3}, seed=7)
     report = serq.run(program)
     report.json()                     # the reference's JSON, byte for byte
-    report.observe("ttft").samples    # every sample after warm-up
+    report.observe("ttft").samples    # every sample after warm-up (a numpy array)
     report.stage("gpu").mean_itl
 
 Differences from pyserq: errors are ``serq.errors.SerqError`` (a
 ``ValueError``, as pyserq raises), and a report row's absent value is
-``None`` rather than ``nan``.
+``None`` rather than ``nan``; sample series are numpy arrays, not lists.
 """
 import math
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
+
+try:
+    import numpy as _np
+except ImportError:  # (PyPy: the API gives lists)
+    _np = None
 
 from .compiler import compile_program
 from .ir import json as ir_json
@@ -81,12 +86,28 @@ def _check_types(path, source, sets, defs, seed, horizon, warmup, arrivals, trac
         need(v is None or isinstance(v, (int, float)), name, "a real number", v)
 
 
+def _floats(xs):
+    """A new float64 array of ``xs`` (a list where numpy is missing)."""
+    if _np is None:
+        return list(xs)
+    return _np.array(xs, dtype=_np.float64)
+
+
+def _ints(xs):
+    """A new int64 array of ``xs`` (a list where numpy is missing)."""
+    if _np is None:
+        return list(xs)
+    return _np.array(xs, dtype=_np.int64)
+
+
 class Observe(object):
     """One observation: its summary (``count``, ``mean``, ``ci``, ``cv2``,
     ``p99``) and every sample after warm-up, with its time, the session
-    that recorded it and the session's turn.  As in pyserq, ``samples``,
-    ``times``, ``sessions`` and ``turns`` are lists and each access makes a
-    new one: bind it once."""
+    that recorded it and the session's turn.  ``samples`` and ``times`` are
+    numpy float64 arrays, ``sessions`` and ``turns`` int64 arrays (pyserq
+    gives lists; an array indexes, iterates and sums like one, and
+    ``.tolist()`` gives the list); each access makes a new one: bind it
+    once.  Without numpy (PyPy) they are lists."""
 
     def __init__(self, row, series):
         self.name = row.name
@@ -98,20 +119,20 @@ class Observe(object):
         self._series = series
 
     @property
-    def samples(self) -> List[float]:
-        return list(self._series.values)
+    def samples(self) -> Sequence[float]:
+        return _floats(self._series.values)
 
     @property
-    def times(self) -> List[float]:
-        return list(self._series.times)
+    def times(self) -> Sequence[float]:
+        return _floats(self._series.times)
 
     @property
-    def sessions(self) -> List[int]:
-        return list(self._series.sessions)
+    def sessions(self) -> Sequence[int]:
+        return _ints(self._series.sessions)
 
     @property
-    def turns(self) -> List[int]:
-        return list(self._series.turns)
+    def turns(self) -> Sequence[int]:
+        return _ints(self._series.turns)
 
     def __repr__(self) -> str:
         return "Observe(%r, count=%d, mean=%r)" % (self.name, self.count, self.mean)
@@ -130,12 +151,12 @@ class Gauge(object):
         self._trace = trace
 
     @property
-    def times(self) -> List[float]:
-        return list(self._trace.times)
+    def times(self) -> Sequence[float]:
+        return _floats(self._trace.times)
 
     @property
-    def values(self) -> List[float]:
-        return list(self._trace.values)
+    def values(self) -> Sequence[float]:
+        return _floats(self._trace.values)
 
     def __repr__(self) -> str:
         return "Gauge(%r, mean=%r)" % (self.name, self.mean)
