@@ -284,6 +284,8 @@ class Simulator(PoolSim):
         return read
 
     def describe_index(self, ref):
+        if type(ref.index) is ir.Attr:
+            return self.prog.attrs[ref.index.slot]
         return "index"
 
     # --------------------------------------------------------------- events
