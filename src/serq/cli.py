@@ -306,6 +306,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("serq: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader went away (`serq run … | head`): nothing more to say, and
+        # Python must not complain about flushing stdout at exit either.
+        import os
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return 1
     except Exception as e:  # a bug in serq, never the user's fault
         sys.stderr.write("serq: internal error (%s: %s); please report it with the input that "
                          "caused it\n" % (type(e).__name__, e))

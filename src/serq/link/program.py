@@ -324,6 +324,7 @@ class Linker:
                 if not (n >= 1 and float(n).is_integer() and not math.isinf(n)):
                     self.scope.defer(LinkError(ctx + "fifo servers must be a positive integer, found %s"
                                     % _fmt(n), d.servers.span))
+                    n = 1.0  # (the deferred error is reported; linking goes on)
                 kind = ir.Fifo(int(n))
             elif d.kind == "ps":
                 kind = ir.Ps(self.ex.expr(d.capacity, moment(

@@ -37,6 +37,12 @@ class DefsMixin:
                                                  "library's definitions into the program")
         base = os.path.dirname(kw.file) if kw.file and not kw.file.startswith("<") else "."
         path = os.path.normpath(os.path.join(base, st.text))
+        if path in self.reading:
+            chain = self.reading[self.reading.index(path):] + [path]
+            raise self.error("`use \"%s\"` is a cycle: %s" % (st.text, " uses ".join(
+                os.path.basename(f) for f in chain)), kw,
+                help="a library cannot use a file that (directly or through others) "
+                     "uses it; move the shared definitions into a library of their own")
         if path in self.libraries_read:
             self.ntokens -= USE_TOKENS
             return
@@ -55,10 +61,12 @@ class DefsMixin:
         self.ntokens += len(lib_toks) - 1 - USE_TOKENS
         saved = (self.toks, self.pos)
         self.toks, self.pos = lib_toks, 0
+        self.reading.append(path)
         try:
             self.items_top(prog, library=True)
         finally:
             self.toks, self.pos = saved
+            self.reading.pop()
 
     def parse_def(self) -> None:
         self.next()
