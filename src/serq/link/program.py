@@ -303,6 +303,11 @@ class Linker:
                         self.scope.pools[d.name].count:
                     self.scope.defer(LinkError(ctx + "`spill %s`: a pool spills into another tier, "
                                                "not into itself" % sp.to.name, sp.to.span))
+                if self.scope.stage_kinds[via.base] == "step":
+                    self.scope.defer(LinkError(ctx + "`spill … via %s`: `%s` is a step stage, which "
+                                               "runs prefill and decode tokens, not a spill's write"
+                                               % (sp.via.name, sp.via.name), sp.via.span,
+                                               help="name a fifo, ps or delay stage for the write"))
                 p.spill = ir.Spill(to.base + (int(to.index.value) if to.index else 0),
                                    via.base + (int(via.index.value) if via.index else 0),
                                    self.ex.expr(sp.work, em), self.ex.expr(sp.when, em))

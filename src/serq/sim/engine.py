@@ -313,7 +313,11 @@ class Simulator(PoolSim):
     def spill_job(self, via, work):
         """The write of a spilled prefix: a job no session waits for."""
         if work > 1e-9:
-            self.stages[via].submit(None, work)
+            st = self.stages[via]
+            if st.kind == "shared":
+                self.flows.start(None, [st], work)
+            else:
+                st.submit(None, work)
 
     def make_ready(self, s):
         if s.ready_at == self.now:

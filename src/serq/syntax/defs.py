@@ -229,7 +229,7 @@ class DefsMixin:
         val = fold_const(e, self.let_values, deps)
         if val is None:
             raise self.error("array size must be a positive integer or a `let` constant that is one", start)
-        if not (val >= 1 and val == int(val)) or val != val or val in (float("inf"),):
+        if val != val or val in (float("inf"), float("-inf")) or not (val >= 1 and val == int(val)):
             raise self.error("array size must be a positive integer, found %s" % fmt_num(val), start)
         for d in deps:
             for x in [d] + self.let_deps.get(d, []):
@@ -373,6 +373,10 @@ class DefsMixin:
 
 
 def fmt_num(v: float) -> str:
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
     if v == int(v) and abs(v) < 1e16:
         return str(int(v))
     return repr(v)
