@@ -396,21 +396,42 @@ class PoolSim(object):
 
     # ------------------------------------------------------------ invariants
 
+    def live_holders(self):
+        """Every live session and leg, orphan legs included (a leg whose
+        session ended when another leg's hold was refused runs on, and is
+        named only by the pools it holds or waits in)."""
+        out, seen = [], set()
+
+        def add(s):
+            if s is not None and id(s) not in seen:
+                seen.add(id(s))
+                out.append(s)
+                for leg in s.legs:
+                    add(leg)
+        for root in self.roots.values():
+            add(root)
+        for p in self.pools:
+            for h in p.holders:
+                add(h)
+            for w in p.queue:
+                add(w.run.session)
+        return out
+
     def check_pools(self):
         """The pool invariants, checked after every settle by
         ``--check-invariants``: ``used + cached <= cap``, nothing negative,
         the cache total equal to its entries, the allocation equal to what
         holds and leases have."""
         held = {}
-        for root in self.roots.values():
-            for s in [root] + list(root.legs):
-                for run in s.holds:
-                    for i, p in enumerate(run.pools):
-                        if not run.done[i]:
-                            held[p.index] = held.get(p.index, 0.0) + run.alloc[i]
-                for lease in s.leases:
-                    if not lease.ended:
-                        held[lease.pool.index] = held.get(lease.pool.index, 0.0) + lease.alloc
+        live = self.live_holders()
+        for s in live:
+            for run in s.holds:
+                for i, p in enumerate(run.pools):
+                    if not run.done[i]:
+                        held[p.index] = held.get(p.index, 0.0) + run.alloc[i]
+            for lease in s.leases:
+                if not lease.ended:
+                    held[lease.pool.index] = held.get(lease.pool.index, 0.0) + lease.alloc
         for p in self.pools:
             label = self.pool_label(p)
             entries = sum(e.units for e in p.entries.values()) + sum(e.units for e in p.dead)
@@ -419,12 +440,11 @@ class PoolSim(object):
                 problems.append("used %s + cached %s > cap %s" % (fmt(p.used), fmt(p.cached),
                                                                    fmt(p.cap)))
             reserved = 0.0
-            for root in self.roots.values():
-                for s in [root] + list(root.legs):
-                    for run in s.holds:
-                        for i, q in enumerate(run.pools):
-                            if q is p and not run.done[i]:
-                                reserved += run.reserve[i]
+            for s in live:
+                for run in s.holds:
+                    for i, q in enumerate(run.pools):
+                        if q is p and not run.done[i]:
+                            reserved += run.reserve[i]
             if abs(reserved - p.reserved) > 1e-6:
                 problems.append("reserved %s but live holds reserve %s" % (fmt(p.reserved),
                                                                            fmt(reserved)))
