@@ -113,3 +113,18 @@ def test_cli_prints_the_dump_without_a_traceback(tmp_path):
     assert "note: the run stopped at t = " in r.stderr and "Traceback" not in r.stderr
     r = serq("run", f, "--json")
     assert r.stdout == "" and "note: 1 live session(s)" in r.stderr
+
+
+def test_run_settings_errors_point_at_the_setting():
+    src = "workload { arrive batch(2); }\nrun {\n  horizon 10;\n  warmup %s;\n  arrivals 4;\n}\n"
+    with pytest.raises(LinkError) as e:
+        compile_program(source=src % "20")
+    assert e.value.message.startswith("run: need 0 <= warmup < horizon")
+    assert (e.value.span.line, e.value.span.col) == (4, 10)
+    with pytest.raises(LinkError) as e:
+        compile_program(source=src % "1")
+    assert e.value.message == "run: arrivals applies only to poisson or renewal workloads"
+    assert (e.value.span.line, e.value.span.col) == (5, 12)
+    with pytest.raises(LinkError) as e:  # overridden: no place in the program
+        compile_program(source=src % "1", arrivals=3)
+    assert e.value.span is None

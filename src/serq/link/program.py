@@ -109,8 +109,15 @@ class Linker:
         out["warmup"] = float(self.ov.warmup) if self.ov.warmup is not None else \
             s.get("warmup", (0.0,))[0]
         if not (0 <= out["warmup"] < out["horizon"]) or math.isinf(out["horizon"]):
+            # at the program's setting that is out of place (none: both overridden)
+            at = None
+            if self.ov.warmup is None and "warmup" in s and not math.isinf(out["horizon"]):
+                at = s["warmup"][1].span
+            elif self.ov.horizon is None:
+                at = s["horizon"][1].span
             raise LinkError("run: need 0 <= warmup < horizon, with a finite horizon "
-                            "(warmup %s, horizon %s)" % (_fmt(out["warmup"]), _fmt(out["horizon"])))
+                            "(warmup %s, horizon %s)" % (_fmt(out["warmup"]), _fmt(out["horizon"])),
+                            at)
         if self.ov.seed is not None:
             out["seed"] = int(self.ov.seed)
         elif "seed" in s:
@@ -129,6 +136,9 @@ class Linker:
                                 % _fmt(v), node.span)
             arrivals = int(v)
         out["arrivals"] = arrivals
+        # where `arrivals` is written, for an error about it (None: overridden)
+        self.arrivals_at = s["arrivals"][1].span if self.ov.arrivals is None and \
+            "arrivals" in s else None
         return out
 
     # ------------------------------------------------------- pools and stages
@@ -520,7 +530,8 @@ class Linker:
         # Names have resolved; the run settings come next, then validation.
         settings = self.run_settings()
         if settings["arrivals"] is not None and arrival.kind not in ("Poisson", "Renewal"):
-            raise LinkError("run: arrivals applies only to poisson or renewal workloads")
+            raise LinkError("run: arrivals applies only to poisson or renewal workloads",
+                            self.arrivals_at)
         err = sc.first_deferred()
         if err is not None:
             raise err
