@@ -136,6 +136,7 @@ class PoolSim(object):
             p.holders.append(s)
             p.stats.admissions += 1
         s.a[self.prog.slots[0]] = consumed
+        s.holds.append(run)  # the session's innermost hold from now on
         if self.warm:
             pool0.stats.wait.add(self.now - w.since)
         s.admission = float(self.admission_seq)  # the leg (or session) admitted
@@ -280,6 +281,10 @@ class PoolSim(object):
         if vs.cancel is not None:
             vs.cancel()
             vs.cancel = None
+        if vs in self.ready:
+            # Ready (just admitted, say) but not yet run: the preemption moves
+            # it to its next wait now, and a stale turn would run past that.
+            self.ready.remove(vs)
         try:
             vs.gen.throw(Preempted(vrun, tail))
         except StopIteration:
