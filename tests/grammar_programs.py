@@ -125,6 +125,7 @@ class Gen(object):
         self.has_fork = False
         self.has_join = False
         self.shared = []
+        self.link = None     # the session of a link path
         self.out = []
 
     # ----------------------------------------------------------- helpers
@@ -328,8 +329,11 @@ class Gen(object):
 
     def path(self):
         """Queue stations: a gateway routes to a prefill queue and a decode
-        queue joined by a relation, or through a link."""
+        queue joined by a relation, or a prefill and a decode engine are
+        joined by a link queue (with a latency, or a `transfer` entry)."""
         c = self.c
+        if self.chance(0.4):
+            return self.link_path()
         cap = self.pick(["64", "128", "32"])
         self.out.append("""queue P[2] : prefill {
   pool kv { cap %s; block 4; }
@@ -381,6 +385,28 @@ class Gen(object):
         self.attrs += ["prompt", "answer"]
         _ = c
 
+    def link_path(self):
+        cap = self.pick(["256", "64", "1024"])
+        self.out.append("pool kv_p { cap %s; }" % cap)
+        self.out.append("pool kv_d { cap %s;%s }" % (cap, self.pick(["", " preempt lifo;"])))
+        self.out.append("stage pre : step { budget %s; cost 0.1 + tokens / 100; memory kv_p; }"
+                        % self.pick(["64", "256"]))
+        self.out.append("stage dec : step { budget %s; cost 0.1 + 0.01 * tokens; memory kv_d; }"
+                        % self.pick(["16", "64"]))
+        entry = self.chance(0.5)
+        if entry:
+            self.out.append("queue nv : link { serve ps(%s); transfer (n) { run nv (n / 50); "
+                            "mark moved; } }" % self.pick(["50", "10"]))
+            move = "nv.transfer (prompt) from kv_p to kv_d (prompt);"
+        else:
+            self.out.append("queue nv : link { serve ps(%s) latency %s; }"
+                            % (self.pick(["25", "5"]), self.pick(["0.002", "0", self.num()])))
+            move = "transfer on nv (prompt / 25) from kv_p to kv_d (prompt);"
+        self.link = ("hold kv_p (prompt) { prefill on pre prompt; } lease kv_p (%s); "
+                     "hold kv_d (prompt + answer) { %s decode on dec (answer); }%s"
+                     % (self.pick(["inf", "5"]), move,
+                        " observe moved_at = nv.moved;" if entry and self.chance(0.5) else ""))
+
     # ---------------------------------------------------------- workload
     def arrival(self):
         r = self.c.integer(0, 5)
@@ -410,6 +436,11 @@ class Gen(object):
         if self.chance(0.3):
             lines.append("turn { set extra = %s; }" % self.pick(["1", "~exp(1)", "turn_no"]))
             self.attrs.append("extra")
+        if path and self.link is not None:
+            self.out.append("workload { %s }" % " ".join(lines))
+            self.out.append("session { turn; set t0 = now; %s observe e2e = now - t0; }"
+                            % self.link)
+            return
         if path:
             lines.append("hidden answer;" if not self.nearly or self.chance(0.8) else "")
             lines.append("session { turn; set t0 = now; request gw; observe e2e = now - t0; }")

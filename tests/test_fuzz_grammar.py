@@ -74,6 +74,7 @@ def test_the_grammar_reaches_every_part_of_the_language():
     text = "\n".join(program(RandomChoices(s)) for s in range(400))
     for word in ("pool ", ": fifo", ": ps(", ": delay", ": step {", "iteration {",
                  "serve exclusive prefill", "admit via", "spill ", "queue P[2] : prefill",
+                 "queue nv : link", "transfer on nv", "nv.transfer",
                  " pull P", " push D", "poisson(", "renewal(", "batch(", "closed(",
                  "arrive none", "hold ", "grow ", "release ", "load ", "drop ", "lease ",
                  "cache (", "reserve (", "at admission", "fork {", "join;", "loop {",
