@@ -154,3 +154,21 @@ def test_run_time_error_names_session_statement_and_time(tmp_path):
     first = r.stderr.splitlines()[0]
     assert first.startswith("%s:5:7: error: session 0, at t = 0: the amount is -1" % f)
     assert "Traceback" not in r.stderr
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    """`serq … | head`: the reader is gone before serq writes; serq stops
+    without a traceback or an internal error, with a SIGPIPE-like status."""
+    import os
+    import subprocess
+    import sys
+    src = tmp_path / "m.sq"
+    src.write_text("stage s : fifo;\nworkload { arrive poisson(0.5); }\n"
+                   "session { run s (~exp(1)); }\nrun { horizon 20; }\n")
+    r, w = os.pipe()
+    os.close(r)  # no reader at all: the first write fails with EPIPE
+    p = subprocess.run([sys.executable, "-m", "serq", "ir", str(src)], stdout=w,
+                       stderr=subprocess.PIPE, text=True)
+    os.close(w)
+    assert "Traceback" not in p.stderr and "internal error" not in p.stderr, p.stderr
+    assert p.returncode == 141

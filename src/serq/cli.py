@@ -497,9 +497,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stderr.write("serq: interrupted\n")
         return 130
     except BrokenPipeError:
-        # The reader went away (`serq run … | head`): stop quietly.
+        # The reader went away (`serq run … | head`): nothing more to say, and
+        # Python must not complain about flushing stdout at exit either; the
+        # status is a shell's for a SIGPIPE (128 + 13).
         try:
-            sys.stdout = open(os.devnull, "w")
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except OSError:
             pass
         return 141

@@ -1,9 +1,11 @@
 """Run a compiled program: read its trace, simulate, build the report."""
 from .compiler import trace_path
+from .errors import RunError
 from .ir import nodes as ir
 from .report.build import build_report
 from .report.model import Report
 from .sim.engine import Simulator
+from .sim.postmortem import attach
 from .tracefile import read_trace
 
 
@@ -18,7 +20,11 @@ def simulate(program: ir.Program, progress=None, check_invariants=False,
     if trace_iterations is not None:
         sim.trace_iterations = lambda st, plan, assigned, cost: trace_iterations(
             iteration_line(sim, st, plan, assigned, cost))
-    return sim.run(progress, max_events, max_wall)
+    try:
+        return sim.run(progress, max_events, max_wall)
+    except RunError as e:
+        attach(sim, e)  # the time, session, statement and queues it stopped in
+        raise
 
 
 def iteration_line(sim, stage, plan, assigned, cost) -> str:

@@ -109,8 +109,15 @@ class Linker:
         out["warmup"] = float(self.ov.warmup) if self.ov.warmup is not None else \
             s.get("warmup", (0.0,))[0]
         if not (0 <= out["warmup"] < out["horizon"]) or math.isinf(out["horizon"]):
+            # at the program's setting that is out of place (none: both overridden)
+            at = None
+            if self.ov.warmup is None and "warmup" in s and not math.isinf(out["horizon"]):
+                at = s["warmup"][1].span
+            elif self.ov.horizon is None:
+                at = s["horizon"][1].span
             raise LinkError("run: need 0 <= warmup < horizon, with a finite horizon "
-                            "(warmup %s, horizon %s)" % (_fmt(out["warmup"]), _fmt(out["horizon"])))
+                            "(warmup %s, horizon %s)" % (_fmt(out["warmup"]), _fmt(out["horizon"])),
+                            at)
         if self.ov.seed is not None:
             out["seed"] = int(self.ov.seed)
         elif "seed" in s:
@@ -129,6 +136,9 @@ class Linker:
                                 % _fmt(v), node.span)
             arrivals = int(v)
         out["arrivals"] = arrivals
+        # where `arrivals` is written, for an error about it (None: overridden)
+        self.arrivals_at = s["arrivals"][1].span if self.ov.arrivals is None and \
+            "arrivals" in s else None
         return out
 
     # ------------------------------------------------------- pools and stages
@@ -350,6 +360,11 @@ class Linker:
                         self.scope.pools[d.name].count:
                     self.scope.defer(LinkError(ctx + "`spill %s`: a pool spills into another tier, "
                                                "not into itself" % sp.to.name, sp.to.span))
+                if self.scope.stage_kinds[via.base] == "step":
+                    self.scope.defer(LinkError(ctx + "`spill … via %s`: `%s` is a step stage, which "
+                                               "runs prefill and decode tokens, not a spill's write"
+                                               % (sp.via.name, sp.via.name), sp.via.span,
+                                               help="name a fifo, ps or delay stage for the write"))
                 p.spill = ir.Spill(to.base + (int(to.index.value) if to.index else 0),
                                    via.base + (int(via.index.value) if via.index else 0),
                                    self.ex.expr(sp.work, em), self.ex.expr(sp.when, em))
@@ -371,6 +386,7 @@ class Linker:
                 if not (n >= 1 and float(n).is_integer() and not math.isinf(n)):
                     self.scope.defer(LinkError(ctx + "fifo servers must be a positive integer, found %s"
                                     % _fmt(n), d.servers.span))
+                    n = 1.0  # (the deferred error is reported; linking goes on)
                 kind = ir.Fifo(int(n))
             elif d.kind == "ps":
                 kind = ir.Ps(self.ex.expr(d.capacity, moment(
@@ -561,7 +577,8 @@ class Linker:
         # Names have resolved; the run settings come next, then validation.
         settings = self.run_settings()
         if settings["arrivals"] is not None and arrival.kind not in ("Poisson", "Renewal"):
-            raise LinkError("run: arrivals applies only to poisson or renewal workloads")
+            raise LinkError("run: arrivals applies only to poisson or renewal workloads",
+                            self.arrivals_at)
         err = sc.first_deferred()
         if err is not None:
             raise err

@@ -114,7 +114,7 @@ def summarize_samples(samples: Sequence[float]) -> Tuple[
         return 0, None, None, None, None
     var = w.variance()
     cv2 = None
-    if var is not None and w.mean != 0:
+    if var is not None and w.mean * w.mean != 0:  # (a tiny mean squares to 0: null)
         cv2 = var / (w.mean * w.mean)
     p99 = nearest_rank(sorted(samples), 0.99)
     return w.n, w.mean, batch_means_ci(samples), cv2, p99
@@ -510,6 +510,6 @@ def summarize_running(r: RunningSummary) -> Tuple[
         return 0, None, None, None, None
     var = w.variance()
     cv2 = None
-    if var is not None and w.mean != 0:
+    if var is not None and w.mean * w.mean != 0:  # (a tiny mean squares to 0: null)
         cv2 = var / (w.mean * w.mean)
     return w.n, w.mean, r.ci(), cv2, r.hist.quantile(0.99)

@@ -290,6 +290,8 @@ class Simulator(PoolSim):
         return read
 
     def describe_index(self, ref):
+        if type(ref.index) is ir.Attr:
+            return self.prog.attrs[ref.index.slot]
         return "index"
 
     # --------------------------------------------------------------- events
@@ -317,7 +319,11 @@ class Simulator(PoolSim):
     def spill_job(self, via, work):
         """The write of a spilled prefix: a job no session waits for."""
         if work > 1e-9:
-            self.stages[via].submit(None, work)
+            st = self.stages[via]
+            if st.kind == "shared":
+                self.flows.start(None, [st], work)
+            else:
+                st.submit(None, work)
 
     def make_ready(self, s):
         if s.ready_at == self.now:

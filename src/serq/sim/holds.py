@@ -124,13 +124,16 @@ class HoldOps(object):
         self.reject_if_never_fits(s, op, run)
         while True:
             run.waiting = sim.enqueue(pools[0], run, front=run.resumed)
-            yield WAIT
-            s.holds.append(run)
             try:
+                # The admission puts the hold on the session's list at once
+                # (``try_admit``): admitted, it is the session's innermost
+                # hold even before the session runs again.
+                yield WAIT
                 yield from self.run_block(s, op[3])
             except Preempted as p:
-                s.holds.remove(run)
-                self.release_all(s, run, preempted=True)
+                if run in s.holds:  # (not when preempted still waiting in the queue)
+                    s.holds.remove(run)
+                    self.release_all(s, run, preempted=True)
                 if p.run is not run:
                     raise
                 run.resumed = not p.tail

@@ -20,13 +20,19 @@ _seq = attrgetter("seq")
 def round_up(x, block):
     if not block:
         return x
-    return math.ceil(x / block - EPS) * block
+    try:
+        return math.ceil(x / block - EPS) * block
+    except (OverflowError, ValueError):  # inf or NaN stays itself, as in IEEE
+        return x
 
 
 def round_down(x, block):
     if not block:
         return x
-    return math.floor(x / block + EPS) * block
+    try:
+        return math.floor(x / block + EPS) * block
+    except (OverflowError, ValueError):
+        return x
 
 
 class CacheEntry(object):

@@ -198,6 +198,7 @@ class PoolSim(object):
             p.holders.append(s)
             p.stats.admissions += 1
         s.a[self.prog.slots[0]] = consumed
+        s.holds.append(run)  # the session's innermost hold from now on
         if self.warm:
             pool0.stats.wait.add(self.now - w.since)
         s.admission = float(self.admission_seq)  # the leg (or session) admitted
@@ -342,6 +343,10 @@ class PoolSim(object):
         if vs.cancel is not None:
             vs.cancel()
             vs.cancel = None
+        if vs in self.ready:
+            # Ready (just admitted, say) but not yet run: the preemption moves
+            # it to its next wait now, and a stale turn would run past that.
+            self.ready.remove(vs)
         try:
             vs.gen.throw(Preempted(vrun, tail))
         except StopIteration:
@@ -461,21 +466,42 @@ class PoolSim(object):
 
     # ------------------------------------------------------------ invariants
 
+    def live_holders(self):
+        """Every live session and leg, orphan legs included (a leg whose
+        session ended when another leg's hold was refused runs on, and is
+        named only by the pools it holds or waits in)."""
+        out, seen = [], set()
+
+        def add(s):
+            if s is not None and id(s) not in seen:
+                seen.add(id(s))
+                out.append(s)
+                for leg in s.legs:
+                    add(leg)
+        for root in self.roots.values():
+            add(root)
+        for p in self.pools:
+            for h in p.holders:
+                add(h)
+            for w in p.queue:
+                add(w.run.session)
+        return out
+
     def check_pools(self):
         """The pool invariants, checked after every settle by
         ``--check-invariants``: ``used + cached <= cap``, nothing negative,
         the cache total equal to its entries, the allocation equal to what
         holds and leases have."""
         held = {}
-        for root in self.roots.values():
-            for s in [root] + list(root.legs):
-                for run in s.holds:
-                    for i, p in enumerate(run.pools):
-                        if not run.done[i]:
-                            held[p.index] = held.get(p.index, 0.0) + run.alloc[i]
-                for lease in s.leases:
-                    if not lease.ended:
-                        held[lease.pool.index] = held.get(lease.pool.index, 0.0) + lease.alloc
+        live = self.live_holders()
+        for s in live:
+            for run in s.holds:
+                for i, p in enumerate(run.pools):
+                    if not run.done[i]:
+                        held[p.index] = held.get(p.index, 0.0) + run.alloc[i]
+            for lease in s.leases:
+                if not lease.ended:
+                    held[lease.pool.index] = held.get(lease.pool.index, 0.0) + lease.alloc
         for p in self.pools:
             label = self.pool_label(p)
             entries = sum(e.units for e in p.entries.values()) + sum(e.units for e in p.dead)
@@ -484,12 +510,11 @@ class PoolSim(object):
                 problems.append("used %s + cached %s > cap %s" % (fmt(p.used), fmt(p.cached),
                                                                    fmt(p.cap)))
             reserved = 0.0
-            for root in self.roots.values():
-                for s in [root] + list(root.legs):
-                    for run in s.holds:
-                        for i, q in enumerate(run.pools):
-                            if q is p and not run.done[i]:
-                                reserved += run.reserve[i]
+            for s in live:
+                for run in s.holds:
+                    for i, q in enumerate(run.pools):
+                        if q is p and not run.done[i]:
+                            reserved += run.reserve[i]
             if abs(reserved - p.reserved) > 1e-6:
                 problems.append("reserved %s but live holds reserve %s" % (fmt(p.reserved),
                                                                            fmt(reserved)))

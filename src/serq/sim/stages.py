@@ -427,7 +427,8 @@ class Flows(object):
             st.flows[f.id] = f
             self.touched.add(st)
         self.sim.flows_dirty = True
-        session.cancel = lambda: self.withdraw(f)
+        if session is not None:  # (a spilled piece's write has none)
+            session.cancel = lambda: self.withdraw(f)
 
     def withdraw(self, f):
         if self.flows.pop(f.id, None) is None:
@@ -511,5 +512,6 @@ class Flows(object):
         f.job[3] = f.start
         for st in f.stages:
             st.done_flow(f.job, now)
-        f.session.cancel = None
-        self.sim.resume(f.session)
+        if f.session is not None:
+            f.session.cancel = None
+            self.sim.resume(f.session)

@@ -37,6 +37,12 @@ class DefsMixin:
                                                  "library's definitions into the program")
         base = os.path.dirname(kw.file) if kw.file and not kw.file.startswith("<") else "."
         path = os.path.normpath(os.path.join(base, st.text))
+        if path in self.reading:
+            chain = self.reading[self.reading.index(path):] + [path]
+            raise self.error("`use \"%s\"` is a cycle: %s" % (st.text, " uses ".join(
+                os.path.basename(f) for f in chain)), kw,
+                help="a library cannot use a file that (directly or through others) "
+                     "uses it; move the shared definitions into a library of their own")
         if path in self.libraries_read:
             self.ntokens -= USE_TOKENS
             return
@@ -55,10 +61,12 @@ class DefsMixin:
         self.ntokens += len(lib_toks) - 1 - USE_TOKENS
         saved = (self.toks, self.pos)
         self.toks, self.pos = lib_toks, 0
+        self.reading.append(path)
         try:
             self.items_top(prog, library=True)
         finally:
             self.toks, self.pos = saved
+            self.reading.pop()
 
     def parse_def(self) -> None:
         self.next()
@@ -221,7 +229,7 @@ class DefsMixin:
         val = fold_const(e, self.let_values, deps)
         if val is None:
             raise self.error("array size must be a positive integer or a `let` constant that is one", start)
-        if not (val >= 1 and val == int(val)) or val != val or val in (float("inf"),):
+        if val != val or val in (float("inf"), float("-inf")) or not (val >= 1 and val == int(val)):
             raise self.error("array size must be a positive integer, found %s" % fmt_num(val), start)
         for d in deps:
             for x in [d] + self.let_deps.get(d, []):
@@ -365,6 +373,10 @@ class DefsMixin:
 
 
 def fmt_num(v: float) -> str:
+    if v != v:
+        return "NaN"
+    if v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
     if v == int(v) and abs(v) < 1e16:
         return str(int(v))
     return repr(v)

@@ -7,6 +7,7 @@ is spliced, serving forms are lowered to ``run``, and array sizes are
 folded.  Every error is a ``SyntaxError_`` with a span.
 """
 import copy
+import os
 import sys
 from typing import Dict, List, Optional, Tuple
 
@@ -42,6 +43,8 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         self.defs: Dict[str, DefInfo] = {}
         self.def_order: List[str] = []
         self.libraries_read = set()
+        # the files being read, the program first: a `use` of one is a cycle
+        self.reading = [] if from_text or file.startswith("<") else [os.path.normpath(file)]
         self.stages: Dict[str, Tuple[str, Optional[int]]] = {}
         self.stage_order: List[str] = []
         self.let_values: Dict[str, Optional[float]] = {}
