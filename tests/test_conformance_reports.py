@@ -26,6 +26,12 @@ SEEDS = (1, 10000019, 987654321001)
 # test_spill_divergence_is_only_the_tier_cap.
 SPILL_OVERFLOW = {"evict_draws", "spill_block_det", "spill_tier"}
 
+# Programs where 0.1.3 caches a preempted hold's whole position, counting a
+# cached prefix it consumed but never allocated, and so passes the cap; serq
+# keeps the invariant (older entries make room, the rest is not kept).
+# tests/test_iteration_trace.py shows the schedules agree up to the breach.
+INVARIANT_KEPT = {"growing_lifo_det"}
+
 
 # Step-engine programs (tests/programs/steps) where serq's report differs
 # from the reference's: pending fixes in src/serq/sim/step.py, each with the
@@ -61,6 +67,8 @@ def close(a, b):
 def test_report_is_byte_identical(path, seed):
     if path.stem in SPILL_OVERFLOW:
         pytest.skip("spills overflow the tier in 0.1.3 (a listed divergence)")
+    if path.stem in INVARIANT_KEPT:
+        pytest.skip("0.1.3 caches past the cap after a reuser's preemption (a listed divergence)")
     if (path.stem, seed) in STEP_PENDING:
         pytest.xfail("step engine differs from 0.1.3: " + STEP_PENDING[(path.stem, seed)])
     expected = (PROGRAMS / "reports" / path.parent.name /
@@ -106,6 +114,8 @@ def test_report_matches_live_reference(path):
     with in_dir(path.parent):
         expected = pyserq.run(pyserq.compile(path=path.name, **kwargs)).json()
     got = serq_report(path, 424242)
+    if path.stem in SPILL_OVERFLOW | INVARIANT_KEPT:
+        pytest.skip("a listed divergence (the pool invariant)")
     if got != expected and "work(" in path.read_text():
         assert close(json.loads(got), json.loads(expected))
         return

@@ -49,11 +49,31 @@ def our_lines(path, kwargs):
     return lines
 
 
+# Where 0.1.3 breaks the pool invariant (used + cached > cap) and serq keeps
+# it (docs/divergences.md): the schedules agree up to the iteration where the
+# reference's cache passes the cap.
+INVARIANT_KEPT = {"growing_lifo_det"}
+
+
+def memory(line):
+    """``used + cached`` (blocks) of a trace line."""
+    tail = line.rsplit("| used ", 1)[1].split(" cached ")
+    return float(tail[0]) + float(tail[1])
+
+
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_iterations_match_the_reference_trace(path):
     kwargs = header_kwargs(path.read_text())
     ref = reference_lines(path, kwargs)
     ours = our_lines(path, kwargs)
+    if path.stem in INVARIANT_KEPT:
+        import re
+        cap = float(re.search(r"cap (\d+); block (\d+)", path.read_text()).group(1)) / \
+            float(re.search(r"cap (\d+); block (\d+)", path.read_text()).group(2))
+        first = next(i for i, line in enumerate(ref) if memory(line) > cap)
+        assert ours[:first] == ref[:first] and first >= 3
+        assert all(memory(line) <= cap for line in ours)
+        return
     assert ours == ref
 
 

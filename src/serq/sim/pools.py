@@ -264,6 +264,19 @@ class Pool(object):
         old = self.entries.pop(session.serial, None)
         if old is not None:
             self.cached -= old.units
+        if self.used + self.cached + units > self.cap + EPS:
+            # The pool invariant (used + cached <= cap, the seed's pool page)
+            # before what 0.1.3 does: a hold that consumed a cached prefix
+            # without allocating it, then preempted, would cache its whole
+            # position and pass the cap.  Older entries make room, in
+            # eviction order; what still does not fit is not kept
+            # (docs/divergences.md).
+            self.make_room(units)
+            room = self.cap - self.used - self.cached
+            if units > room + EPS:
+                units = round_down(max(0.0, room), self.block)
+                if units <= EPS:
+                    return
         sim = self.sim
         sim.release_seq += 1
         self.entries[session.serial] = CacheEntry(session.serial, units, sim.now,
