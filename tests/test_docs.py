@@ -10,7 +10,9 @@ written as if run from the repository's root):
   page (``$ serq run NAME.sq``);
 * a ```` ```python ```` block is executed; a page's blocks share one
   namespace (a block that calls ``to_dataframe`` needs pandas: without
-  it the page's other blocks run and the test is skipped);
+  it the page's other blocks run and the test is skipped; so does a
+  block of either kind that mentions ``serq plot``, which needs
+  matplotlib);
 * a ```` ```console ```` (or ```` ```sh ````) block holds commands, each a line ``$ serq ...``,
   and what it prints below it (stdout, then stderr).  The output shown must
   be the output, line for line, except that a line ``...`` stands for any
@@ -23,6 +25,7 @@ so nothing in the docs escapes the test.  docs/divergences.md,
 docs/examples.md and docs/admission.md predate this rule; their marked
 blocks run, their unmarked ones (a report excerpt) are left alone.
 """
+import importlib.util
 import os
 import re
 import shlex
@@ -45,6 +48,7 @@ try:
     HAVE_PANDAS = True
 except ImportError:
     HAVE_PANDAS = False
+HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
 
 def blocks(text):
@@ -115,18 +119,21 @@ def test_every_block_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(work)
     namespace = {"__name__": "__doc__"}
     ran = 0
-    needs_pandas = []
+    needs = []
     for kind, body, line in blocks(text):
         where = "docs/%s:%d" % (page, line)
         if kind not in KINDS:
             assert page not in STRICT, "%s: a ```%s block; use serq, python or console" % (
                 where, kind)
             continue
+        if "serq plot" in body and kind != "serq" and not HAVE_MATPLOTLIB:
+            needs.append("%s needs matplotlib (the `plot` extra)" % where)
+            continue
         if kind == "serq":
             run_serq_block(body, work, where)
         elif kind == "python":
             if "to_dataframe" in body and not HAVE_PANDAS:
-                needs_pandas.append(where)
+                needs.append("%s needs pandas (the `frames` extra)" % where)
                 continue
             exec(compile(body, where, "exec"), namespace)
         else:
@@ -134,15 +141,15 @@ def test_every_block_runs(page, tmp_path, monkeypatch):
         ran += 1
     if page in STRICT:
         assert ran > 0
-    if needs_pandas:
-        pytest.skip("the other blocks ran; %s need pandas (the `frames` extra)"
-                    % ", ".join(needs_pandas))
+    if needs:
+        pytest.skip("the other blocks ran; %s" % "; ".join(needs))
 
 
-def test_the_strict_pages_exist_and_are_linked():
+def test_the_pages_exist_and_the_readme_links_each():
     index = (ROOT / "README.md").read_text()
     for page in STRICT:
         assert (DOCS / page).exists(), page
+    for page in PAGES:
         assert "docs/%s" % page in index, "README does not link docs/%s" % page
 
 
