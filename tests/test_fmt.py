@@ -187,18 +187,27 @@ def test_the_layout_does_not_depend_on_spaces(pair):
     assert format_source(spaced) == format_source(original)
 
 
+def formatted_stably(text):
+    """``text`` formatted (None where it does not lex: a located error),
+    checked idempotent and with every comment kept."""
+    try:
+        out = format_source(text)
+    except SyntaxError_ as e:
+        assert e.span is not None
+        return None
+    assert format_source(out) == out
+    assert comments(out) == comments(text)
+    return out
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_mutated_programs_format_safely(data):
     from test_fuzz_frontend import mutated
     text = data.draw(mutated())
-    try:
-        out = format_source(text)
-    except SyntaxError_ as e:
-        assert e.span is not None
+    out = formatted_stably(text)
+    if out is None:
         return
-    assert format_source(out) == out
-    assert comments(out) == comments(text)
     try:
         before = dumps(compile_program(source=text))
     except SerqError as e:
@@ -218,13 +227,7 @@ PIECES = list("ab1 .\n\t\r{}();,=-!<~/*_") + [
 @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.sampled_from(PIECES), max_size=60).map("".join))
 def test_any_text_that_lexes_formats_idempotently(text):
-    try:
-        out = format_source(text)
-    except SyntaxError_ as e:
-        assert e.span is not None
-        return
-    assert format_source(out) == out
-    assert comments(out) == comments(text)
+    formatted_stably(text)
 
 
 # ------------------------------------------------------------------ the CLI

@@ -218,18 +218,13 @@ def _resources(prog: ir.Program, nm: Namer):
     res: List[Resource] = []
     pool_key: Dict[int, str] = {}
     stage_key: Dict[int, str] = {}
-    for base, count in _families(prog.pools):
-        key = "pool:%d" % base
-        for i in range(base, base + count):
-            pool_key[i] = key
-        res.append(Resource(key, "pool", prog.pools[base].name, count,
-                            _pool_detail(prog.pools[base], nm)))
-    for base, count in _families(prog.stages):
-        key = "stage:%d" % base
-        for i in range(base, base + count):
-            stage_key[i] = key
-        res.append(Resource(key, "stage", prog.stages[base].name, count,
-                            _stage_detail(prog.stages[base], nm)))
+    for kind, decls, keys, detail in (("pool", prog.pools, pool_key, _pool_detail),
+                                      ("stage", prog.stages, stage_key, _stage_detail)):
+        for base, count in _families(decls):
+            key = "%s:%d" % (kind, base)
+            for i in range(base, base + count):
+                keys[i] = key
+            res.append(Resource(key, kind, decls[base].name, count, detail(decls[base], nm)))
     rel: List[Relation] = []
     seen = set()
 
