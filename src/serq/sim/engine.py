@@ -31,6 +31,7 @@ READY_LIMIT = 1000
 #: (settle); past this many, every stage and pool catches up.
 TICKS_KEPT = 4096
 _heappush = heapq.heappush
+_log = math.log
 
 
 class Observation(object):
@@ -346,13 +347,14 @@ class Simulator(PoolSim):
         limit = self.prog.arrivals
         if limit is None or self.arrived + 1 < limit:
             if a.kind == "Poisson":
-                gap = -math.log(1.0 - self.arrival_rng.random_f64()) / a.value
+                gap = -_log(1.0 - self.arrival_rng.random_f64()) / a.value
             else:
                 gap = self.gap(self.gap_ctx)
                 if not (gap > 0.0 and gap != math.inf):
                     raise RunError("`arrive renewal(…)`: the interarrival time is %s, not a "
                                    "positive time" % fmt(gap))
-            self.schedule(self.now + gap, self.arrive, None)
+            self.seq += 1  # self.schedule(self.now + gap, self.arrive, None), inlined
+            _heappush(self.heap, (self.now + gap, self.seq, self.arrive, None))
         self.spawn()
 
     def spawn(self):
@@ -372,7 +374,10 @@ class Simulator(PoolSim):
             if c.given is not None and c.out_of_scope is None and c.given(s) == 0.0:
                 c.out_of_scope = serial
         s.gen = self.session_block(s)
-        self.make_ready(s)
+        # self.make_ready(s), inlined: a new session was never ready before
+        s.ready_at = self.now
+        s.ready_count = 1
+        self.ready.append(s)
         return s
 
     def run_workload_block(self, s, code, turns_taken):
@@ -524,16 +529,22 @@ class Simulator(PoolSim):
                 # self.step(s), inlined
                 if not s.alive:
                     continue  # ended while it was in the ready queue (a leg was refused)
+                k = -1  # (stays when the session ends)
                 try:
-                    if next(s.gen) == AGAIN:
-                        self.make_ready(s)
-                except (StopIteration, EndSession):
-                    self.finish(s)
+                    for k in s.gen:  # next(s.gen), without a StopIteration
+                        break
+                except EndSession:
+                    pass
                 except Rejected:
                     self.finish(s)
                     s.alive = False
                     if s.leg_of is not None and s.leg_of.alive:
                         self.force_end(s.leg_of)
+                    continue
+                if k == AGAIN:
+                    self.make_ready(s)
+                elif k == -1:
+                    self.finish(s)
             if pools:  # (pool_pass has nothing to do without pools)
                 self.pool_pass()
             if not ready:
@@ -616,10 +627,15 @@ class Simulator(PoolSim):
                     s = popleft()
                     if not s.alive:
                         continue
+                    k = -1  # (stays when the session ends)
                     try:
-                        if next(s.gen) == AGAIN:
-                            make_ready(s)
-                    except (StopIteration, EndSession):
+                        for k in s.gen:  # next(s.gen), without a StopIteration
+                            break
+                    except EndSession:
+                        pass
+                    if k == AGAIN:
+                        make_ready(s)
+                    elif k == -1:
                         finish(s)
                 if self.changed:
                     self.reschedule_changed()
