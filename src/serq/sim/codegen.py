@@ -20,6 +20,7 @@ import math
 from ..ir import nodes as ir
 from . import dist
 from .exprs import MATH1, MATH2, fdiv, fmt
+from .stages import Fifo
 
 #: Nested blocks deeper than this get their own function (Python limits
 #: the nesting of statically nested blocks and of indentation).
@@ -177,7 +178,17 @@ class BlockWriter(object):
             w(ind + "if w <= 1e-9:")
             w(ind + "    yield 1")
             w(ind + "else:")
-            w(ind + "    %s.submit(s, w)" % stage)
+            st_obj = self.sim.stages[st.stage.base]
+            if type(st_obj) is Fifo and not self.sim.pools:
+                # Fifo.submit inlined (no pool can withdraw the job)
+                w(ind + "    now = _sim.now")
+                w(ind + "    job = [s, w, now, now]")
+                w(ind + "    if %s.serving < %s.servers:" % (stage, stage))
+                w(ind + "        %s._start(job, now)" % stage)
+                w(ind + "    else:")
+                w(ind + "        %s.waiting.append(job)" % stage)
+            else:
+                w(ind + "    %s.submit(s, w)" % stage)
             w(ind + "    yield 0")
         elif t is ir.Branch:
             w(ind + "g = %s" % self.expr(st.test))

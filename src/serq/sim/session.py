@@ -1,4 +1,9 @@
-"""Sessions and the statement interpreter.
+"""Sessions and the statements' compiled form.
+
+Each statement is compiled to a tuple (its opcode, its compiled parts, last
+its location for run-time errors); codegen.py writes every block out as a
+Python generator function once per program, and the statements it does not
+write out (holds, growth, loads, the less common runs) run here.
 
 A session (or a fork leg) runs its block as a Python generator: statements
 that take no time run inline; a statement that must wait yields, and the
@@ -79,7 +84,7 @@ class Session(object):
 
 
 class Interpreter(HoldOps):
-    """Compiled blocks of one program and the generator that runs them."""
+    """Compiled blocks of one program and their generator functions."""
 
     HOLD = HOLD
     MAX_STEPS = MAX_STEPS
