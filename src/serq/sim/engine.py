@@ -21,7 +21,7 @@ from . import rng as streams
 from .exprs import Compiler, fmt
 from .holds import Rejected
 from .poolsim import PoolSim
-from .session import AGAIN, EndSession, Interpreter, Session, new_attrs
+from .session import AGAIN, EndSession, Interpreter, Session
 from .stages import Delay, Fifo, Flows, Ps, SharedStage
 from .step import Step
 
@@ -219,6 +219,10 @@ class Simulator(PoolSim):
         self.gauges = [GaugeTrace(g.name, (lambda f: lambda: f(ctx))(self.compiler.expr(g.expr)))
                        for g in prog.gauges]
         self.claims = [ClaimState(c, self.compiler) for c in prog.claims]
+        self.scoped_claims = [c for c in self.claims if c.given is not None]
+        self.attrs0 = [0.0] * len(prog.attrs)
+        self.serial_slot = prog.slots[1]
+        self.poisson = prog.arrival.kind == "Poisson"
         if prog.arrival.kind == "Renewal":
             self.gap = self.compiler.expr(prog.arrival.value)
             self.gap_ctx = NoSession(self.arrival_rng)
@@ -343,11 +347,10 @@ class Simulator(PoolSim):
 
     def arrive(self, _=None):
         """An open arrival: the next one is scheduled, then the session starts."""
-        a = self.prog.arrival
         limit = self.prog.arrivals
         if limit is None or self.arrived + 1 < limit:
-            if a.kind == "Poisson":
-                gap = -_log(1.0 - self.arrival_rng.random_f64()) / a.value
+            if self.poisson:
+                gap = -_log(1.0 - self.arrival_rng.random_f64()) / self.prog.arrival.value
             else:
                 gap = self.gap(self.gap_ctx)
                 if not (gap > 0.0 and gap != math.inf):
@@ -362,7 +365,9 @@ class Simulator(PoolSim):
         serial = self.arrived
         self.arrived += 1
         self.live += 1
-        s = Session(serial, new_attrs(prog, serial), self.statement_streams.get(serial))
+        a = self.attrs0[:]  # new_attrs(prog, serial)
+        a[self.serial_slot] = float(serial)
+        s = Session(serial, a, self.statement_streams.get(serial))
         self.roots[serial] = s
         if self.trace is not None:
             n = len(self.trace)
@@ -370,8 +375,8 @@ class Simulator(PoolSim):
             s.trace_turns = self.trace[i]
         if self.init_code:  # (an empty block draws nothing: its stream is not needed)
             self.run_workload_block(s, self.init_code, 0)
-        for c in self.claims:
-            if c.given is not None and c.out_of_scope is None and c.given(s) == 0.0:
+        for c in self.scoped_claims:  # (the claims with a `given`)
+            if c.out_of_scope is None and c.given(s) == 0.0:
                 c.out_of_scope = serial
         s.gen = self.session_block(s)
         # self.make_ready(s), inlined: a new session was never ready before

@@ -203,12 +203,11 @@ class Fifo(Stage):
         if self.synced < k - 1:
             self.catch_up(ticks, k)
         self.synced = k
-        st = self.stats
-        a = st.number
+        a = self.stats.number
         a.area += a.value * (now - a.last)
         a.last = now
         a.value = float(n)
-        a = st.util
+        a = self.stats.util
         a.area += a.value * (now - a.last)
         a.last = now
         a.value = 1.0 if n > 0 else 0.0
