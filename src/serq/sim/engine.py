@@ -21,7 +21,7 @@ from . import rng as streams
 from .exprs import Compiler, fmt
 from .holds import Rejected
 from .poolsim import PoolSim
-from .session import AGAIN, EndSession, Interpreter, Session, new_attrs
+from .session import AGAIN, EndSession, Interpreter, Session
 from .stages import Delay, Fifo, Flows, Ps, SharedStage
 from .step import Step
 
@@ -31,6 +31,7 @@ READY_LIMIT = 1000
 #: (settle); past this many, every stage and pool catches up.
 TICKS_KEPT = 4096
 _heappush = heapq.heappush
+_log = math.log
 
 
 class Observation(object):
@@ -211,12 +212,17 @@ class Simulator(PoolSim):
         else:
             self.observations = [Observation(n) for n in prog.observes]
         self.interp = Interpreter(self, prog, self.compiler)
+        self.session_block = self.interp.gens[prog.session]
         self.init_code = self.interp.code[prog.init]
         self.turn_code = self.interp.code[prog.turn]
         ctx = NoSession(self.machine_rng)
         self.gauges = [GaugeTrace(g.name, (lambda f: lambda: f(ctx))(self.compiler.expr(g.expr)))
                        for g in prog.gauges]
         self.claims = [ClaimState(c, self.compiler) for c in prog.claims]
+        self.scoped_claims = [c for c in self.claims if c.given is not None]
+        self.attrs0 = [0.0] * len(prog.attrs)
+        self.serial_slot = prog.slots[1]
+        self.poisson = prog.arrival.kind == "Poisson"
         if prog.arrival.kind == "Renewal":
             self.gap = self.compiler.expr(prog.arrival.value)
             self.gap_ctx = NoSession(self.arrival_rng)
@@ -341,17 +347,17 @@ class Simulator(PoolSim):
 
     def arrive(self, _=None):
         """An open arrival: the next one is scheduled, then the session starts."""
-        a = self.prog.arrival
         limit = self.prog.arrivals
         if limit is None or self.arrived + 1 < limit:
-            if a.kind == "Poisson":
-                gap = -math.log(1.0 - self.arrival_rng.random_f64()) / a.value
+            if self.poisson:
+                gap = -_log(1.0 - self.arrival_rng.random_f64()) / self.prog.arrival.value
             else:
                 gap = self.gap(self.gap_ctx)
                 if not (gap > 0.0 and gap != math.inf):
                     raise RunError("`arrive renewal(…)`: the interarrival time is %s, not a "
                                    "positive time" % fmt(gap))
-            self.schedule(self.now + gap, self.arrive, None)
+            self.seq += 1  # self.schedule(self.now + gap, self.arrive, None), inlined
+            _heappush(self.heap, (self.now + gap, self.seq, self.arrive, None))
         self.spawn()
 
     def spawn(self):
@@ -359,7 +365,9 @@ class Simulator(PoolSim):
         serial = self.arrived
         self.arrived += 1
         self.live += 1
-        s = Session(serial, new_attrs(prog, serial), self.statement_streams.get(serial))
+        a = self.attrs0[:]  # new_attrs(prog, serial)
+        a[self.serial_slot] = float(serial)
+        s = Session(serial, a, self.statement_streams.get(serial))
         self.roots[serial] = s
         if self.trace is not None:
             n = len(self.trace)
@@ -367,11 +375,14 @@ class Simulator(PoolSim):
             s.trace_turns = self.trace[i]
         if self.init_code:  # (an empty block draws nothing: its stream is not needed)
             self.run_workload_block(s, self.init_code, 0)
-        for c in self.claims:
-            if c.given is not None and c.out_of_scope is None and c.given(s) == 0.0:
+        for c in self.scoped_claims:  # (the claims with a `given`)
+            if c.out_of_scope is None and c.given(s) == 0.0:
                 c.out_of_scope = serial
-        s.gen = self.interp.run_block(s, prog.session)
-        self.make_ready(s)
+        s.gen = self.session_block(s)
+        # self.make_ready(s), inlined: a new session was never ready before
+        s.ready_at = self.now
+        s.ready_count = 1
+        self.ready.append(s)
         return s
 
     def run_workload_block(self, s, code, turns_taken):
@@ -461,7 +472,8 @@ class Simulator(PoolSim):
         pools serve their queues once everything is back."""
         if s.leg_of is None:
             s.ending = True
-        self.release_session(s)
+        if s.holds:
+            self.release_session(s)
         if s.leg_of is not None:
             root = s.leg_of
             # The leg's leases pass to the session, and the holder list then
@@ -487,9 +499,11 @@ class Simulator(PoolSim):
             raise RunError("session %d, at t = %s: the session ends while %d forked leg(s) run; "
                            "write `join;` before the end" % (s.serial, fmt(self.now),
                                                               s.legs_live))
-        for lease in list(s.leases):
-            self.end_lease(lease)
-        self.pool_pass()
+        if s.leases:
+            for lease in list(s.leases):
+                self.end_lease(lease)
+        if self.pools:
+            self.pool_pass()
         s.alive = False
         self.roots.pop(s.serial, None)
         self.live -= 1
@@ -513,28 +527,35 @@ class Simulator(PoolSim):
 
     def settle(self):
         ready = self.ready
-        step = self.step
         pools = self.pools
         while True:
             while ready:
-                step(ready.popleft())
+                s = ready.popleft()
+                # self.step(s), inlined
+                if not s.alive:
+                    continue  # ended while it was in the ready queue (a leg was refused)
+                k = -1  # (stays when the session ends)
+                try:
+                    for k in s.gen:  # next(s.gen), without a StopIteration
+                        break
+                except EndSession:
+                    pass
+                except Rejected:
+                    self.finish(s)
+                    s.alive = False
+                    if s.leg_of is not None and s.leg_of.alive:
+                        self.force_end(s.leg_of)
+                    continue
+                if k == AGAIN:
+                    self.make_ready(s)
+                elif k == -1:
+                    self.finish(s)
             if pools:  # (pool_pass has nothing to do without pools)
                 self.pool_pass()
             if not ready:
                 break
         if self.changed:
-            # Stages in declaration order: a step stage with work and no
-            # running iteration plans one, unless another event is due at
-            # this instant; a ps stage whose job set changed reschedules.
-            changed = set(self.changed)
-            self.changed = []
-            quiet = not self.heap or self.heap[0][0] > self.now
-            for st in self.stages:
-                if st.kind == "step":
-                    if quiet and st.running is None and st.pending():
-                        st.attempt()
-                elif st in changed:
-                    st.reschedule()
+            self.reschedule_changed()
         elif self.steps and (not self.heap or self.heap[0][0] > self.now):
             # The same with no ps stage to reschedule: the step stages only.
             for st in self.steps:
@@ -544,7 +565,10 @@ class Simulator(PoolSim):
             self.flows_dirty = False
             self.flows.recompute()
         now = self.now
-        self.live_avg.set(now, float(self.live))
+        a = self.live_avg  # a.set(now, float(self.live)), inlined
+        a.area += a.value * (now - a.last)
+        a.last = now
+        a.value = float(self.live)
         # Every stage's, then every pool's record (see run): a new piece of
         # each time average at every event, as the reference's float bits
         # need.  The event times are kept in ``ticks``, and a stage or pool
@@ -561,6 +585,80 @@ class Simulator(PoolSim):
             record(now)
         if self.check_invariants:
             self.check_pools()
+
+    def reschedule_changed(self):
+        """Stages in declaration order: a step stage with work and no
+        running iteration plans one, unless another event is due at this
+        instant; a ps stage whose job set changed reschedules."""
+        changed = set(self.changed)
+        self.changed = []
+        quiet = not self.heap or self.heap[0][0] > self.now
+        for st in self.stages:
+            if st.kind == "step":
+                if quiet and st.running is None and st.pending():
+                    st.attempt()
+            elif st in changed:
+                st.reschedule()
+
+    def lean(self):
+        """Whether the run can take ``run_lean``: no pools, step stages,
+        shared stages, gauges or invariant checks."""
+        return not (self.pools or self.steps or self.flows is not None or self.gauges
+                    or self.check_invariants)
+
+    def run_lean(self, horizon):
+        """The event loop and ``settle`` in one, for a program that
+        ``lean`` accepts and a run without limits or progress: the same
+        steps as ``run``'s loop, less what cannot apply."""
+        heap = self.heap
+        heappop = heapq.heappop
+        popleft = self.ready.popleft
+        ready = self.ready
+        make_ready = self.make_ready
+        finish = self.finish
+        live_avg = self.live_avg
+        recorders = self.recorders
+        events = self.events
+        try:
+            while heap:
+                t = heap[0][0]
+                if t > horizon:
+                    break
+                _, _, fn, arg = heappop(heap)
+                self.now = t
+                events += 1
+                fn(arg)
+                while ready:  # settle (see there)
+                    s = popleft()
+                    if not s.alive:
+                        continue
+                    k = -1  # (stays when the session ends)
+                    try:
+                        for k in s.gen:  # next(s.gen), without a StopIteration
+                            break
+                    except EndSession:
+                        pass
+                    if k == AGAIN:
+                        make_ready(s)
+                    elif k == -1:
+                        finish(s)
+                if self.changed:
+                    self.reschedule_changed()
+                live_avg.area += live_avg.value * (t - live_avg.last)
+                live_avg.last = t
+                live_avg.value = float(self.live)
+                ticks = self.ticks
+                if ticks[-1] != t:
+                    ticks.append(t)
+                    if len(ticks) > TICKS_KEPT:
+                        self.catch_up_all()
+                        self.ticks = [t]
+                        for r in self.catchers:
+                            r.synced = 0
+                for record in recorders:
+                    record(t)
+        finally:
+            self.events = events
 
     def catch_up_all(self):
         """Every stage and pool adds the pieces it left for later, through
@@ -620,6 +718,8 @@ class Simulator(PoolSim):
         checks = progress is not None or max_wall is not None
         deadline = None if max_wall is None else time.monotonic() + max_wall
         try:
+            if limit is None and max_events is None and not checks and self.lean():
+                self.run_lean(horizon)
             while heap:
                 if limit is not None and self.arrived >= limit and self.live == 0:
                     end = self.now

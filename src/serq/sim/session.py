@@ -1,4 +1,9 @@
-"""Sessions and the statement interpreter.
+"""Sessions and the statements' compiled form.
+
+Each statement is compiled to a tuple (its opcode, its compiled parts, last
+its location for run-time errors); codegen.py writes every block out as a
+Python generator function once per program, and the statements it does not
+write out (holds, growth, loads, the less common runs) run here.
 
 A session (or a fork leg) runs its block as a Python generator: statements
 that take no time run inline; a statement that must wait yields, and the
@@ -14,6 +19,7 @@ same way.
 """
 from ..ir import nodes as ir
 from . import rng as streams
+from .codegen import BlockWriter
 from .exprs import fmt
 from .holds import HoldOps
 from .pools import total_key
@@ -78,9 +84,10 @@ class Session(object):
 
 
 class Interpreter(HoldOps):
-    """Compiled blocks of one program and the generator that runs them."""
+    """Compiled blocks of one program and their generator functions."""
 
     HOLD = HOLD
+    MAX_STEPS = MAX_STEPS
 
     def __init__(self, sim, prog, compiler):
         self.sim = sim
@@ -89,6 +96,8 @@ class Interpreter(HoldOps):
         self.code = []
         for b, block in enumerate(prog.blocks):
             self.code.append([self.compile(st, c, (b, i)) for i, st in enumerate(block)])
+        # Every block as a generator function written in Python (codegen.py)
+        self.gens = BlockWriter(self, prog, c).build(EndSession)
 
     def compile(self, st, c, loc):
         """One statement as a tuple: its opcode, its compiled parts, and last
@@ -132,89 +141,47 @@ class Interpreter(HoldOps):
 
     def run_block(self, s, b):
         """The generator of block ``b`` for session (or leg) ``s``."""
+        return self.gens[b](s)
+
+    def run_op(self, s, op):
+        """A ``run`` that the generated code does not write out: a member
+        chosen at run time, several stages held together, a shared stage,
+        a step stage's prefill or decode."""
         sim = self.sim
-        for op in self.code[b]:
-            k = op[0]
-            s.steps += 1
-            if s.steps > MAX_STEPS:
-                raise sim.error(s, op[-1], "ran %d statements without blocking" % MAX_STEPS)
-            if k == SET:
-                s.a[op[1]] = op[2](s)
-            elif k == RUN:
-                work = op[2](s)
-                if work != work or work < -1e-9:
-                    raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
-                                    "or seconds" % fmt(work))
-                stage = sim.stages[op[1](s)]
-                if op[3]:
-                    stages = [stage] + [sim.stages[m(s)] for m in op[3]]
-                    if len(set(stages)) < len(stages):
-                        raise sim.error(s, op[-1], "the run names stage `%s` twice"
-                                        % stage.name)
-                else:
-                    stages = None
-                if work <= 1e-9:
-                    yield AGAIN
-                elif stage.kind == "shared":
-                    sim.flows.start(s, stages or [stage], work)
-                    yield WAIT
-                else:
-                    stage.submit(s, work)
-                    yield WAIT
-            elif k == OBSERVE:
-                sim.observe(op[1], op[2](s), s)
-            elif k == BRANCH:
-                g = op[1](s)
-                if g == 1.0:
-                    yield from self.run_block(s, op[2])
-                elif g == 0.0:
-                    yield from self.run_block(s, op[3])
-                else:
-                    raise sim.error(s, op[-1], "the guard is %s, not 0 or 1; a draw is written "
-                                    "`branch with (p)`" % fmt(g))
-            elif k == LOOP:
-                body = op[1]
-                while True:
-                    yield from self.run_block(s, body)
-            elif k == CHOOSE:
-                self.choose(s, op)
-            elif k == END:
-                if s.leg_of is None and s.legs_live:
-                    raise sim.error(s, op[-1], "the session ends while %d forked leg(s) run; "
-                                    "write `join;` before the end" % s.legs_live)
-                raise EndSession()
-            elif k == TURN:
-                sim.turn(s)
-            elif k == FORK:
-                sim.fork(s, op[1])
-            elif k == JOIN:
-                if s.legs_live:
-                    s.joining = True
-                    yield WAIT
-            elif k == STEPRUN:
-                work = op[2](s)
-                if work != work or work < -1e-9:
-                    raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
-                                    "or seconds" % fmt(work))
-                if work <= 1e-9:
-                    yield AGAIN
-                else:
-                    grow = None
-                    if op[4] is not None:
-                        run, i = self.innermost(s, op[4](s), op, "growing")
-                        grow = (run, i) if run is not None else None
-                    sim.stages[op[1](s)].submit_step(s, op[3], work, grow)
-                    yield WAIT
-            elif k == HOLD:
-                yield from self.run_hold(s, op)
-            elif k == GROW:
-                yield from self.run_grow(s, op)
-            elif k == LOAD:
-                self.run_load(s, op)
-            elif k == RELEASE:
-                self.run_release(s, op)
-            elif k == DROP:
-                self.run_drop(s, op)
+        if op[0] == RUN:
+            work = op[2](s)
+            if work != work or work < -1e-9:
+                raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
+                                "or seconds" % fmt(work))
+            stage = sim.stages[op[1](s)]
+            if op[3]:
+                stages = [stage] + [sim.stages[m(s)] for m in op[3]]
+                if len(set(stages)) < len(stages):
+                    raise sim.error(s, op[-1], "the run names stage `%s` twice" % stage.name)
+            else:
+                stages = None
+            if work <= 1e-9:
+                yield AGAIN
+            elif stage.kind == "shared":
+                sim.flows.start(s, stages or [stage], work)
+                yield WAIT
+            else:
+                stage.submit(s, work)
+                yield WAIT
+        else:  # STEPRUN
+            work = op[2](s)
+            if work != work or work < -1e-9:
+                raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
+                                "or seconds" % fmt(work))
+            if work <= 1e-9:
+                yield AGAIN
+            else:
+                grow = None
+                if op[4] is not None:
+                    run, i = self.innermost(s, op[4](s), op, "growing")
+                    grow = (run, i) if run is not None else None
+                sim.stages[op[1](s)].submit_step(s, op[3], work, grow)
+                yield WAIT
 
     def choose(self, s, op):
         n = op[2](s)

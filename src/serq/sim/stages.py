@@ -17,6 +17,7 @@ from collections import deque
 from ..report.stats import TimeAverage, Welford, replay_pieces
 
 EPS = 1e-9
+_heappush = heapq.heappush
 
 
 class StageStats(object):
@@ -109,8 +110,19 @@ class Stage(object):
         if self.sim.warm:
             st = self.stats
             st.completed += 1
-            st.wait.add(job[3] - job[2])
-            st.service.add(now - job[3])
+            # Welford.add twice, inlined (the same float operations)
+            w = st.wait
+            x = job[3] - job[2]
+            w.n += 1
+            d = x - w.mean
+            w.mean += d / w.n
+            w.m2 += d * (x - w.mean)
+            w = st.service
+            x = now - job[3]
+            w.n += 1
+            d = x - w.mean
+            w.mean += d / w.n
+            w.m2 += d * (x - w.mean)
 
     def busy(self):
         return float(self.present())
@@ -127,7 +139,7 @@ class Fifo(Stage):
         self.servers = servers
         self.serving = 0
         self.waiting = deque()
-        self.in_service = {}  # job id -> (job, finish time)
+        self.in_service = {}  # job id -> job
 
     def present(self):
         return self.serving + len(self.waiting)
@@ -160,23 +172,51 @@ class Fifo(Stage):
         self.serving += 1
         job[3] = now
         t = now + job[1]
-        self.in_service[id(job)] = (job, t)
-        self.sim.schedule(t, self.finish, job)
+        self.in_service[id(job)] = job
+        sim = self.sim
+        sim.seq += 1  # sim.schedule(t, self.finish, job), inlined
+        _heappush(sim.heap, (t, sim.seq, self.finish, job))
 
     def finish(self, job):
-        now = self.sim.now
+        sim = self.sim
+        now = sim.now
         if self.in_service.pop(id(job), None) is None:
             return  # withdrawn
         self.serving -= 1
         if self.waiting:
             self._start(self.waiting.popleft(), now)
-        self.done(job, now)
+        # self.done(job, now), inlined
+        self.done_flow(job, now)
+        s = job[0]
+        if s is not None:
+            s.cancel = None
+            sim.make_ready(s)
+
+    def record(self, now):
+        # Stage.record with present() inlined
+        n = self.serving + len(self.waiting)
+        if n == self.last_n:
+            return
+        self.last_n = n
+        ticks = self.sim.ticks
+        k = len(ticks) - 1
+        if self.synced < k - 1:
+            self.catch_up(ticks, k)
+        self.synced = k
+        a = self.stats.number
+        a.area += a.value * (now - a.last)
+        a.last = now
+        a.value = float(n)
+        a = self.stats.util
+        a.area += a.value * (now - a.last)
+        a.last = now
+        a.value = 1.0 if n > 0 else 0.0
 
     def work_left(self, now):
         # What is left of a job in service is its work less the time served
         # (not its finish time less now: the two differ in the last bits).
         total = 0.0
-        for job, end in self.in_service.values():
+        for job in self.in_service.values():
             total += job[1] - (now - job[3])
         for job in self.waiting:
             total += job[1]
