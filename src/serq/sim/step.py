@@ -664,7 +664,8 @@ class Step(Stage):
                 s = j.session
                 turn = s.a[slot]
                 last = s.itl
-                if last is not None and last[0] == turn and warm and (
+                same = last is not None and last[0] == turn
+                if same and warm and (
                         decode or last[2] or s.itl_preempted is last[3]):
                     x = now - last[1]
                     if x == gap:
@@ -674,7 +675,7 @@ class Step(Stage):
                             itl.add_repeat(gap, repeat)
                         gap = x
                         repeat = 1
-                s.itl = (turn, now, decode, self)
+                s.itl = (turn, now, decode or (same and last[2]), self)
                 s.itl_preempted = None
             if done:
                 j.gone = True
