@@ -331,13 +331,16 @@ class PoolSim(object):
         if self.warm:
             p.admission.preemption_times.append(self.now)
         tail = p.decl.preempt_tail
+        # Any preemption (wherever the session is: on a step stage, queued
+        # there, or in a tool call) makes its turn's next prefill end count
+        # as the next token (0.1.3).
+        vs.itl_preempted = True
         job = vs.step_job
         if job is not None and not job.gone:
             for st in self.memory_of.get(p.index, ()):
                 if job in st.residents:
                     st.preempted_now = True
                     st.preempt_count += 1
-                    vs.itl_preempted = st  # where the preemption took it from
         if vs is current:
             raise Preempted(vrun, tail)
         if vs.cancel is not None:

@@ -659,14 +659,18 @@ class Step(Stage):
             if decode or done:
                 # A token of the session's turn ends here: the gap since the
                 # turn's previous token is an inter-token latency (after
-                # warm-up).  Each fork leg has a token stream of its own; the
-                # session's runs on across its forks and joins.
+                # warm-up).  A decode always counts; a prefill end counts once
+                # the turn has decoded, or when the session was preempted
+                # (anywhere) since its previous token; otherwise it is the
+                # turn's first token, replacing an earlier one.  Each fork leg
+                # has a token stream of its own; the session's runs on across
+                # its forks and joins.
                 s = j.session
                 turn = s.a[slot]
                 last = s.itl
                 same = last is not None and last[0] == turn
                 if same and warm and (
-                        decode or last[2] or s.itl_preempted is last[3]):
+                        decode or last[2] or s.itl_preempted):
                     x = now - last[1]
                     if x == gap:
                         repeat += 1
@@ -675,8 +679,8 @@ class Step(Stage):
                             itl.add_repeat(gap, repeat)
                         gap = x
                         repeat = 1
-                s.itl = (turn, now, decode or (same and last[2]), self)
-                s.itl_preempted = None
+                s.itl = (turn, now, decode or (same and last[2]))
+                s.itl_preempted = False
             if done:
                 j.gone = True
                 self.residents.remove(j)
