@@ -205,7 +205,9 @@ class Step(Stage):
         return float(len(self.running)) if self.running else 0.0
 
     def work_left(self, now):
-        total = 0.0
+        # 0.1.3 sums the residents' remaining tokens from -0.0 (an idle
+        # stage's work reads -0, and a p99 of such samples prints `-0`).
+        total = -0.0
         for j in self.residents:
             total += j.remaining
         return total
