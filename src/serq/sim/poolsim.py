@@ -87,7 +87,7 @@ class PoolSim(object):
         ff = pool.first_fit
         if self.now - head.since >= ff.age:
             return None
-        key = (pool.qver, id(head), tuple([(p.used, p.reserved) for p in self.pools]))
+        key = (pool.qver, head, tuple([(p.used, p.reserved) for p in self.pools]))
         if pool.ff_key == key:
             return None
         order = self.queue_order(pool, head)
@@ -101,7 +101,7 @@ class PoolSim(object):
         if whole:
             # Nothing behind the head fits: no head-of-line blocking (what
             # ``held_back`` would find by the same scan).
-            pool.blocked_key = (pool.used, pool.reserved, len(pool.queue), id(head))
+            pool.blocked_key = (pool.used, pool.reserved, len(pool.queue), head)
             pool.blocked = False
         return None
 
@@ -141,7 +141,7 @@ class PoolSim(object):
         Scanning the queue is the costly part, so it is redone only when the
         pool's allocation, reservations or queue have changed since the last
         scan (a header that reads other state is read at those moments)."""
-        key = (pool.used, pool.reserved, len(pool.queue), id(head))
+        key = (pool.used, pool.reserved, len(pool.queue), head)
         if pool.blocked_key == key:
             return pool.blocked
         pool.blocked_key = key
@@ -331,13 +331,16 @@ class PoolSim(object):
         if self.warm:
             p.admission.preemption_times.append(self.now)
         tail = p.decl.preempt_tail
+        # Any preemption (wherever the session is: on a step stage, queued
+        # there, or in a tool call) makes its turn's next prefill end count
+        # as the next token (0.1.3).
+        vs.itl_preempted = True
         job = vs.step_job
         if job is not None and not job.gone:
             for st in self.memory_of.get(p.index, ()):
                 if job in st.residents:
                     st.preempted_now = True
                     st.preempt_count += 1
-                    vs.itl_preempted = st  # where the preemption took it from
         if vs is current:
             raise Preempted(vrun, tail)
         if vs.cancel is not None:

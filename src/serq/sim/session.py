@@ -76,8 +76,8 @@ class Session(object):
         self.preempt_memory = {}  # pool index -> (position, counted stuck)
         self.ending = False  # the session's end is releasing what it holds
         self.step_job = None
-        self.itl = None  # (turn, time, was decode, stage) of the session's last token
-        self.itl_preempted = None  # the step stage a preemption last took it from
+        self.itl = None  # (turn, time, the turn has decoded) of its last token
+        self.itl_preempted = False  # preempted since its last token
 
     def root(self):
         return self.leg_of if self.leg_of is not None else self

@@ -215,7 +215,7 @@ class Fifo(Stage):
     def work_left(self, now):
         # What is left of a job in service is its work less the time served
         # (not its finish time less now: the two differ in the last bits).
-        total = 0.0
+        total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
         for job in self.in_service.values():
             total += job[1] - (now - job[3])
         for job in self.waiting:
@@ -247,7 +247,7 @@ class Delay(Stage):
         self.done(job, self.sim.now)
 
     def work_left(self, now):
-        total = 0.0
+        total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
         for job, end in self.jobs.values():
             total += job[1] - (now - job[3])
         return total
@@ -332,7 +332,7 @@ class Ps(Stage):
 
     def work_left(self, now):
         v = self.v + ((now - self.v_time) * self.rate if self.rate > 0.0 else 0.0)
-        total = 0.0
+        total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
         for tag, _, job in sorted(self.tags):
             total += tag - v
         return total
@@ -424,7 +424,7 @@ class SharedStage(Stage):
         pass  # (recorded at every event: the load changes with the flows)
 
     def work_left(self, now):
-        total = 0.0
+        total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
         for f in self.flows.values():
             total += f.remaining - f.rate * (now - f.since)
         return total

@@ -68,7 +68,7 @@ class Plan(object):
         self.served = set()
         self.assigned = []  # [job, tokens]
         self.refused = False  # a granule refused a prefill: no more admission
-        self.attention = {}  # id(job) -> its prefill chunk's attention term
+        self.attention = {}  # job -> its prefill chunk's attention term
         self.admitted = 0
         self.prefill_at_start = any(not j.decode for j in stage.residents)
 
@@ -125,9 +125,9 @@ class Plan(object):
                 if outcome == "self":
                     return "self"
             if not job.decode:
-                self.attention[id(job)] = tokens * (run.pos[i] + tokens / 2.0)
+                self.attention[job] = tokens * (run.pos[i] + tokens / 2.0)
         elif not job.decode:
-            self.attention[id(job)] = tokens * tokens / 2.0
+            self.attention[job] = tokens * tokens / 2.0
         if exclusive and not job.decode:
             self.assigned = []
             self.left = self.B
@@ -205,7 +205,9 @@ class Step(Stage):
         return float(len(self.running)) if self.running else 0.0
 
     def work_left(self, now):
-        total = 0.0
+        # 0.1.3 sums the residents' remaining tokens from -0.0 (an idle
+        # stage's work reads -0, and a p99 of such samples prints `-0`).
+        total = -0.0
         for j in self.residents:
             total += j.remaining
         return total
@@ -370,7 +372,7 @@ class Step(Stage):
         plan.left = left
         served = plan.served
         for j, _ in assigned:
-            served.add(id(j))
+            served.add(j)
         return plan
 
     def plan_default(self, plan):
@@ -388,7 +390,7 @@ class Step(Stage):
             job = None
             if keyed:
                 for j in self.serving_order():
-                    if id(j) not in served:
+                    if j not in served:
                         job = j
                         break
             else:
@@ -400,7 +402,7 @@ class Step(Stage):
                 while first < n:
                     j = residents[first]
                     first += 1
-                    if id(j) not in served:
+                    if j not in served:
                         job = j  # (served below: the next scan starts after it)
                         break
             if job is None:
@@ -416,7 +418,7 @@ class Step(Stage):
                         plan.admitted += 1
                         continue
                 break
-            served.add(id(job))
+            served.add(job)
             outcome = plan.give(job, self.exclusive)
             if outcome == "self":
                 break
@@ -493,16 +495,16 @@ class Step(Stage):
         while plan.left > 0:
             job = None
             for j in self.serving_order(keys):
-                if id(j) in plan.served or id(j) in skipped:
+                if j in plan.served or j in skipped:
                     continue
                 if self.excluded(st.only, j):
-                    skipped.add(id(j))
+                    skipped.add(j)
                     continue
                 job = j
                 break
             if job is None:
                 return
-            plan.served.add(id(job))
+            plan.served.add(job)
             if plan.give(job, False) == "self":
                 return
 
@@ -516,7 +518,7 @@ class Step(Stage):
                 if g != 1.0:
                     raise RunError("stage `%s`: `admit … while (g)` read %s; a test is 1 or 0"
                                    % (self.name, fmt(g)))
-            before = set(id(j) for j in self.residents)
+            before = set(j for j in self.residents)
             self.planning_left = plan.left
             got = sim.admit_for(self)
             self.planning_left = None
@@ -524,18 +526,18 @@ class Step(Stage):
                 return
             plan.admitted += 1
             for j in list(self.residents):
-                if id(j) in before or id(j) in plan.served:
+                if j in before or j in plan.served:
                     continue
                 if self.excluded(st.only, j):
                     continue
-                plan.served.add(id(j))
+                plan.served.add(j)
                 outcome = plan.give(j, False)
                 if outcome == "self" or plan.refused:
                     return
 
     def start(self, C, attn, assigned, plan):
         """Steps 6 of the iteration: the cost, the claims, the event.
-        ``attn`` maps id(job) to a prefill chunk's attention term; ``plan`` is
+        ``attn`` maps job to a prefill chunk's attention term; ``plan`` is
         for the iteration trace."""
         sim = self.sim
         ctx = self.ctx
@@ -549,7 +551,7 @@ class Step(Stage):
                 ndec += 1.0
             else:
                 npre += t
-                attention += attn.get(id(j), 0.0)
+                attention += attn.get(j, 0.0)
         ctx.ntok = ntok
         ctx.npre = npre
         ctx.attn = attention
@@ -659,13 +661,18 @@ class Step(Stage):
             if decode or done:
                 # A token of the session's turn ends here: the gap since the
                 # turn's previous token is an inter-token latency (after
-                # warm-up).  Each fork leg has a token stream of its own; the
-                # session's runs on across its forks and joins.
+                # warm-up).  A decode always counts; a prefill end counts once
+                # the turn has decoded, or when the session was preempted
+                # (anywhere) since its previous token; otherwise it is the
+                # turn's first token, replacing an earlier one.  Each fork leg
+                # has a token stream of its own; the session's runs on across
+                # its forks and joins.
                 s = j.session
                 turn = s.a[slot]
                 last = s.itl
-                if last is not None and last[0] == turn and warm and (
-                        decode or last[2] or s.itl_preempted is last[3]):
+                same = last is not None and last[0] == turn
+                if same and warm and (
+                        decode or last[2] or s.itl_preempted):
                     x = now - last[1]
                     if x == gap:
                         repeat += 1
@@ -674,8 +681,8 @@ class Step(Stage):
                             itl.add_repeat(gap, repeat)
                         gap = x
                         repeat = 1
-                s.itl = (turn, now, decode, self)
-                s.itl_preempted = None
+                s.itl = (turn, now, decode or (same and last[2]))
+                s.itl_preempted = False
             if done:
                 j.gone = True
                 self.residents.remove(j)
