@@ -15,10 +15,19 @@ Differences from pyserq: errors are ``serq.errors.SerqError`` (a
 import math
 from typing import Dict, List, Optional, Sequence
 
-try:
-    import numpy as _np
-except ImportError:  # (PyPy: the API gives lists)
-    _np = None
+_NUMPY = []  # numpy once imported (or None without it): imported at first use
+
+
+def _numpy():
+    """numpy, imported on first use (so ``import serq`` and the CLI do not
+    pay for it); None where it is missing (PyPy: the API gives lists)."""
+    if not _NUMPY:
+        try:
+            import numpy
+        except ImportError:
+            numpy = None
+        _NUMPY.append(numpy)
+    return _NUMPY[0]
 
 from .compiler import compile_program
 from .ir import json as ir_json
@@ -88,16 +97,18 @@ def _check_types(path, source, sets, defs, seed, horizon, warmup, arrivals, trac
 
 def _floats(xs):
     """A new float64 array of ``xs`` (a list where numpy is missing)."""
-    if _np is None:
+    np = _numpy()
+    if np is None:
         return list(xs)
-    return _np.array(xs, dtype=_np.float64)
+    return np.array(xs, dtype=np.float64)
 
 
 def _ints(xs):
     """A new int64 array of ``xs`` (a list where numpy is missing)."""
-    if _np is None:
+    np = _numpy()
+    if np is None:
         return list(xs)
-    return _np.array(xs, dtype=_np.int64)
+    return np.array(xs, dtype=np.int64)
 
 
 class Observe(object):
