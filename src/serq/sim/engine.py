@@ -577,10 +577,7 @@ class Simulator(PoolSim):
         if ticks[-1] != now:
             ticks.append(now)
             if len(ticks) > TICKS_KEPT:
-                self.catch_up_all()
-                self.ticks = ticks = [now]
-                for r in self.catchers:
-                    r.synced = 0
+                self.compact_ticks(now)
         for record in self.recorders:
             record(now)
         if self.check_invariants:
@@ -651,14 +648,19 @@ class Simulator(PoolSim):
                 if ticks[-1] != t:
                     ticks.append(t)
                     if len(ticks) > TICKS_KEPT:
-                        self.catch_up_all()
-                        self.ticks = [t]
-                        for r in self.catchers:
-                            r.synced = 0
+                        self.compact_ticks(t)
                 for record in recorders:
                     record(t)
         finally:
             self.events = events
+
+    def compact_ticks(self, now):
+        """Every stage and pool catches up through ``now`` (the last tick),
+        and the kept event times start again from it."""
+        self.catch_up_all()
+        self.ticks = [now]
+        for r in self.catchers:
+            r.synced = 0
 
     def catch_up_all(self):
         """Every stage and pool adds the pieces it left for later, through
