@@ -274,6 +274,20 @@ def summarize_gauge(times: Sequence[float], values: Sequence[float],
     return mean, ci, lo, hi
 
 
+def _count(buckets: dict, key, x: float, k: int) -> None:
+    """``k`` values ``x`` into a log histogram's bucket ``key``
+    (``[count, smallest, largest]``)."""
+    c = buckets.get(key)
+    if c is None:
+        buckets[key] = [k, x, x]
+    else:
+        c[0] += k
+        if x < c[1]:
+            c[1] = x
+        if x > c[2]:
+            c[2] = x
+
+
 #: Width of an ITL bucket in natural-log units (1 %).
 _LOG_STEP = math.log1p(0.01)
 _ZERO_BUCKET = -(1 << 63)
@@ -297,19 +311,7 @@ class ItlHistogram(object):
         return int(math.floor(math.log(x) / _LOG_STEP))
 
     def add(self, x: float) -> None:
-        self.n += 1
-        self.total += x
-        # self.bucket(x), inlined (a call per token)
-        k = _ZERO_BUCKET if x <= 0 else int(math.floor(math.log(x) / _LOG_STEP))
-        c = self.buckets.get(k)
-        if c is None:
-            self.buckets[k] = [1, x, x]
-        else:
-            c[0] += 1
-            if x < c[1]:
-                c[1] = x
-            if x > c[2]:
-                c[2] = x
+        self.add_repeat(x, 1)
 
     def add_repeat(self, x: float, k: int) -> None:
         """``add(x)`` ``k`` times: the same count, bucket and float sum."""
@@ -318,16 +320,7 @@ class ItlHistogram(object):
         for _ in range(k):
             total += x
         self.total = total
-        b = _ZERO_BUCKET if x <= 0 else int(math.floor(math.log(x) / _LOG_STEP))
-        c = self.buckets.get(b)
-        if c is None:
-            self.buckets[b] = [k, x, x]
-        else:
-            c[0] += k
-            if x < c[1]:
-                c[1] = x
-            if x > c[2]:
-                c[2] = x
+        _count(self.buckets, self.bucket(x), x, k)
 
     def mean(self) -> Optional[float]:
         if self.n == 0:
@@ -412,16 +405,7 @@ class SignedLogHistogram(object):
 
     def add(self, x: float) -> None:
         self.n += 1
-        k = self.key(x)
-        c = self.buckets.get(k)
-        if c is None:
-            self.buckets[k] = [1, x, x]
-        else:
-            c[0] += 1
-            if x < c[1]:
-                c[1] = x
-            if x > c[2]:
-                c[2] = x
+        _count(self.buckets, self.key(x), x, 1)
 
     def quantile(self, q: float) -> Optional[float]:
         if self.n == 0:

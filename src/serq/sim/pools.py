@@ -133,6 +133,9 @@ class Pool(object):
         self.spilled_dead = {}  # a dead entry elsewhere -> its pieces here
         self.stats = PoolStats()
         self.admission = AdmissionStats()
+        st, ad = self.stats, self.admission
+        # The six time averages, in the order of ``sig`` (record)
+        self.averages = (st.used, st.cached, st.queue, st.holders, ad.reserved, ad.blocking)
         self.blocked = False  # the head holds back a hold that fits (last attempt)
         self.blocked_key = None  # what the pool looked like at the last scan
         # The six values the time averages were last set from, and the index
@@ -176,64 +179,27 @@ class Pool(object):
         if self.synced < k - 1:
             self.catch_up(ticks, k)
         self.synced = k
-        st = self.stats
-        v = self.used
-        a = st.used
-        if v != 0.0 or a.value != 0.0:
-            a.area += a.value * (now - a.last)
-            a.last = now
-            a.value = v
-        v = self.cached
-        a = st.cached
-        if v != 0.0 or a.value != 0.0:
-            a.area += a.value * (now - a.last)
-            a.last = now
-            a.value = v
-        v = float(len(self.queue))
-        a = st.queue
-        if v != 0.0 or a.value != 0.0:
-            a.area += a.value * (now - a.last)
-            a.last = now
-            a.value = v
-        v = float(len(self.holders))
-        a = st.holders
-        if v != 0.0 or a.value != 0.0:
-            a.area += a.value * (now - a.last)
-            a.last = now
-            a.value = v
-        ad = self.admission
-        v = self.reserved
-        a = ad.reserved
-        if v != 0.0 or a.value != 0.0:
-            a.area += a.value * (now - a.last)
-            a.last = now
-            a.value = v
-        v = 1.0 if self.blocked else 0.0
-        a = ad.blocking
-        if v != 0.0 or a.value != 0.0:
-            a.area += a.value * (now - a.last)
-            a.last = now
-            a.value = v
+        # TimeAverage.set of each signal, inlined (the same float operations)
+        used, cached, queued, holders, reserved, blocked = sig
+        for a, v in zip(self.averages, (used, cached, float(queued), float(holders), reserved,
+                                        1.0 if blocked else 0.0)):
+            if v != 0.0 or a.value != 0.0:
+                a.area += a.value * (now - a.last)
+                a.last = now
+                a.value = v
 
     def catch_up(self, ticks, end):
         """Add the pieces of the events ``ticks[synced + 1:end]`` (values
         unchanged since the last ``record`` that set them)."""
         lo = self.synced + 1
         if lo < end:
-            st = self.stats
-            ad = self.admission
-            for a in (st.used, st.cached, st.queue, st.holders, ad.reserved, ad.blocking):
+            for a in self.averages:
                 replay_pieces(a, ticks, lo, end)
         self.synced = end - 1
 
     def restart(self, now):
-        st = self.stats
-        st.used.restart(now)
-        st.cached.restart(now)
-        st.queue.restart(now)
-        st.holders.restart(now)
-        self.admission.reserved.restart(now)
-        self.admission.blocking.restart(now)
+        for a in self.averages:
+            a.restart(now)
         self.synced = len(self.sim.ticks) - 1  # (pieces before now are dropped)
 
     # ----------------------------------------------------------------- cache

@@ -61,8 +61,13 @@ class Stage(object):
         # while the number present stays the same the pieces wait in
         # ``sim.ticks`` and are added, in order, by ``catch_up``.
         n = self.present()
-        if n == self.last_n:
-            return
+        if n != self.last_n:
+            self.set_number(n, now)
+
+    def set_number(self, n, now):
+        """The number present changed to ``n``: the pieces left for later,
+        then ``TimeAverage.set`` of both averages, inlined (the same float
+        operations)."""
         self.last_n = n
         ticks = self.sim.ticks
         k = len(ticks) - 1
@@ -70,7 +75,6 @@ class Stage(object):
             self.catch_up(ticks, k)
         self.synced = k
         st = self.stats
-        # TimeAverage.set twice, inlined (the same float operations).
         a = st.number
         a.area += a.value * (now - a.last)
         a.last = now
@@ -195,22 +199,8 @@ class Fifo(Stage):
     def record(self, now):
         # Stage.record with present() inlined
         n = self.serving + len(self.waiting)
-        if n == self.last_n:
-            return
-        self.last_n = n
-        ticks = self.sim.ticks
-        k = len(ticks) - 1
-        if self.synced < k - 1:
-            self.catch_up(ticks, k)
-        self.synced = k
-        a = self.stats.number
-        a.area += a.value * (now - a.last)
-        a.last = now
-        a.value = float(n)
-        a = self.stats.util
-        a.area += a.value * (now - a.last)
-        a.last = now
-        a.value = 1.0 if n > 0 else 0.0
+        if n != self.last_n:
+            self.set_number(n, now)
 
     def work_left(self, now):
         # What is left of a job in service is its work less the time served
