@@ -158,13 +158,21 @@ class Gen(object):
                                                                self.pick(self.stages)[0]))
         if r.random() < 0.3:
             lines.append("claim c : at end (count(resp) >= 1);")
-        if self.multi:
-            lines.append("share %s;" % r.choice(["maxmin", "bottleneck"]))
-        horizon = r.choice([10, 30, 100])
-        warmup = r.choice([0, 0, 2, 5])
-        lines.append("run { horizon %d; warmup %d; seed %d; }" % (horizon, warmup,
-                                                                   r.randint(1, 10 ** 6)))
+        lines.extend(ending(r, self.multi, [10, 30, 100]))
         return "\n".join(lines) + "\n"
+
+
+def ending(r, multi, horizons):
+    """A random program's last lines: the sharing rule of a multi-stage run,
+    then the run block (its horizon one of ``horizons``)."""
+    lines = []
+    if multi:
+        lines.append("share %s;" % r.choice(["maxmin", "bottleneck"]))
+    horizon = r.choice(horizons)
+    warmup = r.choice([0, 0, 2, 5])
+    lines.append("run { horizon %d; warmup %d; seed %d; }" % (horizon, warmup,
+                                                               r.randint(1, 10 ** 6)))
+    return lines
 
 
 def program(seed: int) -> str:

@@ -28,6 +28,8 @@ are evaluated per evicted piece in eviction order).
 """
 import random
 
+from kernel_programs import ending
+
 
 class Gen(object):
     def __init__(self, seed):
@@ -335,12 +337,7 @@ class Gen(object):
             lines.append("gauge g%d = %s;" % (k, r.choice([
                 "used(%s)" % ref, "free(%s) + queued(%s)" % (ref, ref), "holders(%s)" % ref,
                 "used(%s) / %s" % (ref, "blocksize(%s)" % ref if p["block"] else "2")])))
-        if self.multi:
-            lines.append("share %s;" % r.choice(["maxmin", "bottleneck"]))
-        horizon = r.choice([10, 20, 40])
-        warmup = r.choice([0, 0, 2, 5])
-        lines.append("run { horizon %d; warmup %d; seed %d; }" % (horizon, warmup,
-                                                                   r.randint(1, 10 ** 6)))
+        lines.extend(ending(r, self.multi, [10, 20, 40]))
         return "\n".join(lines) + "\n"
 
 
