@@ -12,6 +12,7 @@ import math
 from operator import attrgetter
 
 from ..report.stats import TimeAverage, Welford, replay_pieces
+from .stages import sync
 
 EPS = 1e-9
 _seq = attrgetter("seq")
@@ -174,11 +175,7 @@ class Pool(object):
         if sig == self.sig:
             return
         self.sig = sig
-        ticks = self.sim.ticks
-        k = len(ticks) - 1
-        if self.synced < k - 1:
-            self.catch_up(ticks, k)
-        self.synced = k
+        sync(self)
         # TimeAverage.set of each signal, inlined (the same float operations)
         used, cached, queued, holders, reserved, blocked = sig
         for a, v in zip(self.averages, (used, cached, float(queued), float(holders), reserved,

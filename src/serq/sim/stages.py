@@ -35,6 +35,17 @@ class StageStats(object):
         self.decode_batch = self.decode_step = self.itl = None
 
 
+def sync(r):
+    """A stage or pool ``r`` whose values are about to change adds the
+    pieces it left for later, up to the current event (``sim.ticks[-1]``,
+    whose piece the caller adds as it sets the new values)."""
+    ticks = r.sim.ticks
+    k = len(ticks) - 1
+    if r.synced < k - 1:
+        r.catch_up(ticks, k)
+    r.synced = k
+
+
 class Stage(object):
     """What every stage has: a name, its statistics and the simulator."""
 
@@ -69,11 +80,7 @@ class Stage(object):
         then ``TimeAverage.set`` of both averages, inlined (the same float
         operations)."""
         self.last_n = n
-        ticks = self.sim.ticks
-        k = len(ticks) - 1
-        if self.synced < k - 1:
-            self.catch_up(ticks, k)
-        self.synced = k
+        sync(self)
         st = self.stats
         a = st.number
         a.area += a.value * (now - a.last)
