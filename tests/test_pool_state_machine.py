@@ -321,6 +321,7 @@ class StubSim(object):
 
     def __init__(self):
         self.now = 0.0
+        self.touched = set()  # (the pools that changed add themselves)
         self.release_seq = 0
         self.evict_rng = None
         self.pools = []

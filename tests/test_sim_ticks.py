@@ -50,3 +50,64 @@ run { horizon 10; }
     assert pool["mean_used"] == 2 * 3 / 10
     assert pool["mean_holders"] == 1 * 3 / 10
     assert rep["stages"][0]["mean_number"] == 4 / 10
+
+
+# -------------------------------------------------------------- touched
+# A stage or pool records at the end of an event only if it added itself to
+# ``sim.touched`` where it changed.  ``check_touched`` makes every settle
+# check the others did not change: over the corpus and random programs, no
+# change goes unrecorded.
+
+def _corpus():
+    from corpus import PROGRAMS as CORPUS
+    return [p for kind in ("pools", "steps", "sim", "valid") for p in sorted((CORPUS / kind).glob("*.sq"))]
+
+
+def _run_checked(prog, monkeypatch):
+    monkeypatch.setattr(engine.Simulator, "check_touched", True)
+    return run_program(prog)
+
+
+def test_no_change_goes_unrecorded_in_the_corpus(monkeypatch):
+    from corpus import header_kwargs, in_dir
+    from serq.errors import SerqError
+    ran = 0
+    for path in _corpus():
+        with in_dir(path.parent):
+            try:
+                prog = compile_program(path.name, **header_kwargs(path.read_text()))
+                _run_checked(prog, monkeypatch)
+            except SerqError:
+                continue  # (a program that is an error case)
+            ran += 1
+    assert ran > 300
+
+
+@pytest.mark.parametrize("gen", ["step_programs", "pool_programs"])
+def test_no_change_goes_unrecorded_in_random_programs(gen, monkeypatch, tmp_path):
+    import importlib
+    from serq.errors import SerqError
+    mod = importlib.import_module(gen)
+    ran = 0
+    for seed in range(150):
+        path = tmp_path / ("p%d.sq" % seed)
+        path.write_text(mod.program(seed))
+        try:
+            _run_checked(compile_program(str(path)), monkeypatch)
+        except SerqError:
+            continue
+        ran += 1
+    assert ran > 100
+
+
+def test_the_check_sees_an_unrecorded_change(monkeypatch):
+    src = ROOT / "tests" / "programs" / "pools"
+    path = sorted(src.glob("*.sq"))[0]
+    from corpus import header_kwargs, in_dir
+    monkeypatch.setattr(engine.Simulator, "check_touched", True)
+    with in_dir(path.parent):
+        sim = engine.Simulator(compile_program(path.name, **header_kwargs(path.read_text())))
+        sim.run()
+    sim.pools[0].used += 1.0  # a change no one added to `touched`
+    with pytest.raises(AssertionError, match="changed untouched"):
+        sim.check_untouched()

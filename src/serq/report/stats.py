@@ -171,21 +171,21 @@ class TimeAverage(object):
         return self.integral(end) / span
 
 
-def replay_pieces(a: "TimeAverage", ticks: Sequence[float], lo: int, end: int) -> None:
+def replay_pieces(a: "TimeAverage", ticks: Sequence[float], gaps: Sequence[float],
+                  lo: int, end: int) -> None:
     """``a.set(t, a.value)`` for ``t`` in ``ticks[lo:end]``: a time average
     whose value stayed put takes its pieces late, with the same float
-    operations in the same order (a value of 0 adds nothing)."""
+    operations in the same order (a value of 0 adds nothing).  ``gaps[i]``
+    is ``ticks[i] - ticks[i - 1]``, the ``t - last`` of every piece after
+    the first."""
     v = a.value
     if v == 0.0:
         return
-    area = a.area
-    last = a.last
-    for i in range(lo, end):
-        t = ticks[i]
-        area += v * (t - last)
-        last = t
+    area = a.area + v * (ticks[lo] - a.last)
+    for d in gaps[lo + 1:end]:
+        area += v * d
     a.area = area
-    a.last = last
+    a.last = ticks[end - 1]
 
 
 class IntervalAverage(object):

@@ -183,6 +183,7 @@ class BlockWriter(object):
                 # Fifo.submit inlined (no pool can withdraw the job)
                 w(ind + "    now = _sim.now")
                 w(ind + "    job = [s, w, now, now]")
+                w(ind + "    _sim.touched.add(%s)" % stage)
                 w(ind + "    if %s.serving < %s.servers:" % (stage, stage))
                 w(ind + "        %s._start(job, now)" % stage)
                 w(ind + "    else:")

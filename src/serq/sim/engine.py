@@ -186,7 +186,11 @@ class Simulator(PoolSim):
         self.turns = 0
         self.live_avg = TimeAverage(0.0)
         self.ticks = [0.0]  # the times of the events since the last catch-up (settle)
+        self.gaps = [0.0]  # gaps[i] = ticks[i] - ticks[i - 1], as far as read (gaps_to)
         self.catchers = []
+        # The stages and pools whose values may have changed in this event
+        # (each adds itself where it changes): only they record at its end.
+        self.touched = set()
         self.closed_at = -1.0  # livelock guard for closed workloads
         self.closed_count = 0
         self.changed = []
@@ -308,6 +312,7 @@ class Simulator(PoolSim):
 
     def mark_changed(self, stage):
         self.changed.append(stage)
+        self.touched.add(stage)
 
     # ------------------------------------------------------------- sessions
 
@@ -578,10 +583,32 @@ class Simulator(PoolSim):
             ticks.append(now)
             if len(ticks) > TICKS_KEPT:
                 self.compact_ticks(now)
+        touched = self.touched
+        if touched:
+            for r in touched:
+                r.record(now)
+            touched.clear()
         for record in self.recorders:
             record(now)
         if self.check_invariants:
             self.check_pools()
+        if self.check_touched:
+            self.check_untouched()
+
+    #: Tests set this to check, after every settle, that no stage or pool
+    #: changed without adding itself to ``touched`` (its record skipped).
+    check_touched = False
+
+    def check_untouched(self):
+        for p in self.pools:
+            sig = (p.used, p.cached, len(p.queue), len(p.holders), p.reserved, p.blocked)
+            if sig != p.sig:
+                raise AssertionError("pool %s changed untouched at %r: %r, recorded %r"
+                                     % (self.pool_label(p), self.now, sig, p.sig))
+        for st in self.stages:
+            if st.kind != "shared" and st.present() != st.last_n:
+                raise AssertionError("stage %s changed untouched at %r: %r present, recorded %r"
+                                     % (st.name, self.now, st.present(), st.last_n))
 
     def reschedule_changed(self):
         """Stages in declaration order: a step stage with work and no
@@ -614,7 +641,7 @@ class Simulator(PoolSim):
         make_ready = self.make_ready
         finish = self.finish
         live_avg = self.live_avg
-        recorders = self.recorders
+        touched = self.touched
         events = self.events
         try:
             while heap:
@@ -649,8 +676,10 @@ class Simulator(PoolSim):
                     ticks.append(t)
                     if len(ticks) > TICKS_KEPT:
                         self.compact_ticks(t)
-                for record in recorders:
-                    record(t)
+                if touched:  # (a lean run has no shared stage: no recorders)
+                    for r in touched:
+                        r.record(t)
+                    touched.clear()
         finally:
             self.events = events
 
@@ -659,8 +688,19 @@ class Simulator(PoolSim):
         and the kept event times start again from it."""
         self.catch_up_all()
         self.ticks = [now]
+        self.gaps = [0.0]
         for r in self.catchers:
             r.synced = 0
+
+    def gaps_to(self, end):
+        """``gaps`` through index ``end - 1``, each worked out once, when a
+        catch-up first reads it (``gaps[0]`` is not read)."""
+        gaps = self.gaps
+        n = len(gaps)
+        if n < end:
+            ticks = self.ticks
+            gaps.extend([ticks[i] - ticks[i - 1] for i in range(n, end)])
+        return gaps
 
     def catch_up_all(self):
         """Every stage and pool adds the pieces it left for later, through
@@ -709,7 +749,9 @@ class Simulator(PoolSim):
                 self.spawn()
         limit = prog.arrivals
         self.catchers = list(self.stages) + list(self.pools)
-        self.recorders = [r.record for r in self.catchers]
+        # A shared stage's utilisation follows its flows' rates: it records
+        # at every event.  The others record when touched (see settle).
+        self.recorders = [st.record for st in self.stages if st.kind == "shared"]
         self.estimates = reads_estimates(prog)  # else no stage keeps its estimator
         self.settle()
         end = horizon

@@ -165,6 +165,7 @@ class HoldOps(object):
             if lease is not None and lease[0] == i:
                 run.done[i] = True
                 p.reserved -= run.reserve[i]  # the hold's scope ends: so does its reservation
+                sim.touched.add(p)
                 run.reserve[i] = 0.0
                 sim.start_lease(s, run, i, lease[1](s))
                 continue
@@ -178,6 +179,7 @@ class HoldOps(object):
         run.done[i] = True
         p.used -= run.alloc[i]
         p.reserved -= run.reserve[i]
+        self.sim.touched.add(p)
         run.reserve[i] = 0.0
         p.remove_holder(s)
         if not preempted:

@@ -190,8 +190,9 @@ class Pool(object):
         unchanged since the last ``record`` that set them)."""
         lo = self.synced + 1
         if lo < end:
+            gaps = self.sim.gaps_to(end)
             for a in self.averages:
-                replay_pieces(a, ticks, lo, end)
+                replay_pieces(a, ticks, gaps, lo, end)
         self.synced = end - 1
 
     def restart(self, now):
@@ -216,8 +217,10 @@ class Pool(object):
                 e.session = None
                 self.dead.append(e)
                 self.cached -= limit
+                self.sim.touched.add(self)
                 return limit
         self.cached -= units
+        self.sim.touched.add(self)
         return units
 
     def keep(self, session, units):
@@ -227,6 +230,7 @@ class Pool(object):
         old = self.entries.pop(session.serial, None)
         if old is not None:
             self.cached -= old.units
+            self.sim.touched.add(self)
         if self.used + self.cached + units > self.cap + EPS:
             # The pool invariant (used + cached <= cap, the seed's pool page)
             # before what 0.1.3 does: a hold that consumed a cached prefix
@@ -245,11 +249,13 @@ class Pool(object):
         self.entries[session.serial] = CacheEntry(session.serial, units, sim.now,
                                                   sim.release_seq, list(session.a), session)
         self.cached += units
+        sim.touched.add(self)
 
     def drop(self, serial):
         e = self.entries.pop(serial, None)
         if e is not None:
             self.cached -= e.units
+            self.sim.touched.add(self)
 
     def own(self, serial):
         e = self.entries.get(serial)
@@ -293,6 +299,7 @@ class Pool(object):
         st = self.stats
         e.units -= piece
         self.cached -= piece
+        self.sim.touched.add(self)
         st.evicted_units += piece
         if self.sim.trace_evict is not None:
             self.sim.trace_evict(self, e, piece)
@@ -352,12 +359,14 @@ class Pool(object):
         mine.released = sim.now
         mine.seq = sim.release_seq
         self.cached += piece
+        sim.touched.add(self)
 
     # ------------------------------------------------------------- holders
 
     def remove_holder(self, session):
         if session in self.holders:
             self.holders = [h for h in self.holders if h is not session]
+            self.sim.touched.add(self)
 
 
 def total_key(v):

@@ -33,6 +33,7 @@ class PoolSim(object):
         else:
             pool.queue.append(w)
         pool.qver += 1
+        self.touched.add(pool)
         s = run.session
         s.waiting_in = pool
         s.cancel = lambda: self.leave_queue(pool, w)
@@ -42,6 +43,7 @@ class PoolSim(object):
         if w in pool.queue:
             pool.queue.remove(w)
             pool.qver += 1
+            self.touched.add(pool)
         w.run.session.waiting_in = None
 
     def is_waiting(self, s):
@@ -72,10 +74,12 @@ class PoolSim(object):
             if pool.first_fit is not None and self.admit_past(pool, w) is not None:
                 continue
             pool.blocked = self.held_back(pool, w)
+            self.touched.add(pool)
             if pool.blocked and self.warm:
                 pool.admission.blocked_attempts += 1
             return
         pool.blocked = False
+        self.touched.add(pool)
 
     def admit_past(self, pool, head):
         """First fit (serq's extension): ``head`` does not fit; admit the
@@ -103,6 +107,7 @@ class PoolSim(object):
             # ``held_back`` would find by the same scan).
             pool.blocked_key = (pool.used, pool.reserved, len(pool.queue), head)
             pool.blocked = False
+            self.touched.add(pool)
         return None
 
     def queue_order(self, pool, head):
@@ -173,6 +178,8 @@ class PoolSim(object):
         pool0 = run.pools[0]
         pool0.queue.remove(w)
         pool0.qver += 1
+        touched = self.touched
+        touched.add(pool0)
         s.waiting_in = None
         s.cancel = None
         op = run.op
@@ -187,6 +194,7 @@ class PoolSim(object):
             alloc = round_up(units[i], p.block)
             p.make_room(alloc)
             p.used += alloc
+            touched.add(p)
             run.alloc[i] = alloc
             run.pos[i] = pos
             run.grown[i] = False
@@ -215,8 +223,9 @@ class PoolSim(object):
                 self.retry_growers(p)
             if p.queue and p.decl.admit_via is None:
                 self.admit_pool(p)
-            elif not p.queue:
+            elif p.blocked and not p.queue:
                 p.blocked = False
+                self.touched.add(p)
 
     # --------------------------------------------------------------- growth
 
@@ -227,6 +236,7 @@ class PoolSim(object):
             return False
         p.make_room(need)
         p.used += need
+        self.touched.add(p)
         run.alloc[i] += need
         if run.reserve[i] > 0.0:
             take = min(run.reserve[i], need)
@@ -369,11 +379,14 @@ class PoolSim(object):
                 past = None if p.first_fit is None else self.admit_past(p, w)
                 if past is None:
                     p.blocked = self.held_back(p, w)
+                    self.touched.add(p)
                     if p.blocked and self.warm:
                         p.admission.blocked_attempts += 1
                     return False
                 w = past
-            p.blocked = False
+            if p.blocked:
+                p.blocked = False
+                self.touched.add(p)
             # The body runs now; its budget_left is the budget now less what
             # the residents want, not the planning's remainder (0.1.3).
             saved, stage.planning_left = stage.planning_left, None
@@ -436,6 +449,7 @@ class PoolSim(object):
         lease.ended = True
         p = lease.pool
         p.used -= lease.alloc
+        self.touched.add(p)
         root = lease.session.root()
         p.remove_holder(lease.holder)
         op = lease.run.op

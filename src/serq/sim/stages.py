@@ -97,8 +97,9 @@ class Stage(object):
         lo = self.synced + 1
         if lo < end:
             st = self.stats
-            replay_pieces(st.number, ticks, lo, end)
-            replay_pieces(st.util, ticks, lo, end)
+            gaps = self.sim.gaps_to(end)
+            replay_pieces(st.number, ticks, gaps, lo, end)
+            replay_pieces(st.util, ticks, gaps, lo, end)
         self.synced = end - 1
 
     def restart(self, now):
@@ -162,6 +163,7 @@ class Fifo(Stage):
         sim = self.sim
         now = sim.now
         job = [session, work, now, now]
+        sim.touched.add(self)
         if self.serving < self.servers:
             self._start(job, now)
         else:
@@ -171,6 +173,7 @@ class Fifo(Stage):
 
     def withdraw(self, job):
         """A preempted session's job leaves the stage."""
+        self.sim.touched.add(self)
         if job in self.waiting:
             self.waiting.remove(job)
         elif id(job) in self.in_service:
@@ -194,6 +197,7 @@ class Fifo(Stage):
         if self.in_service.pop(id(job), None) is None:
             return  # withdrawn
         self.serving -= 1
+        sim.touched.add(self)
         if self.waiting:
             self._start(self.waiting.popleft(), now)
         # self.done(job, now), inlined
@@ -234,13 +238,20 @@ class Delay(Stage):
         now = self.sim.now
         job = [session, work, now, now]
         self.jobs[id(job)] = (job, now + work)
-        self.sim.schedule(now + work, self.finish, job)
+        sim = self.sim
+        sim.touched.add(self)
+        sim.schedule(now + work, self.finish, job)
         if session is not None:
-            session.cancel = lambda: self.jobs.pop(id(job), None)
+            session.cancel = lambda: self.withdraw(job)
+
+    def withdraw(self, job):
+        self.sim.touched.add(self)
+        self.jobs.pop(id(job), None)
 
     def finish(self, job):
         if self.jobs.pop(id(job), None) is None:
             return  # withdrawn
+        self.sim.touched.add(self)
         self.done(job, self.sim.now)
 
     def work_left(self, now):

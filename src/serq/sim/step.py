@@ -221,6 +221,7 @@ class Step(Stage):
             i -= 1
         self.residents.insert(i, job)
         self.changes += 1
+        self.sim.touched.add(self)
         session.cancel = lambda: self.withdraw(job)
         session.step_job = job
 
@@ -230,6 +231,7 @@ class Step(Stage):
         if job in self.residents:
             self.residents.remove(job)
             self.changes += 1
+            self.sim.touched.add(self)
         if self.running is not None:
             self.running = [(j, t) for j, t in self.running if j is not job]
 
@@ -687,6 +689,7 @@ class Step(Stage):
                 j.gone = True
                 self.residents.remove(j)
                 self.changes += 1
+                sim.touched.add(self)
                 job = [j.session, 0.0, j.arrived, j.arrived]
                 self.done_flow(job, now)
                 j.session.cancel = None
