@@ -191,6 +191,9 @@ class Simulator(PoolSim):
         # The stages and pools whose values may have changed in this event
         # (each adds itself where it changes): only they record at its end.
         self.touched = set()
+        # The pools with stalled growers, a queue or a blocked head, or that
+        # had one at the last pool pass (the others have nothing to do).
+        self.pool_watch = set()
         self.closed_at = -1.0  # livelock guard for closed workloads
         self.closed_count = 0
         self.changed = []
@@ -201,6 +204,7 @@ class Simulator(PoolSim):
         self.stages = [self._make_stage(i, st) for i, st in enumerate(prog.stages)]
         self.make_pools(prog)
         self.steps = [st for st in self.stages if st.kind == "step"]
+        self.idle_steps = set(self.steps)  # the step stages with no running iteration
         for p in self.pools:
             if p.decl.admit_via is not None:
                 self.stages[p.decl.admit_via].admits.append(p)
@@ -562,10 +566,19 @@ class Simulator(PoolSim):
         if self.changed:
             self.reschedule_changed()
         elif self.steps and (not self.heap or self.heap[0][0] > self.now):
-            # The same with no ps stage to reschedule: the step stages only.
-            for st in self.steps:
-                if st.running is None and st.pending():
+            # The same with no ps stage to reschedule: the step stages only,
+            # those without a running iteration (an attempt starts none
+            # elsewhere, so the set read first stays right).
+            idle = self.idle_steps
+            if len(idle) == 1:
+                for st in idle:
+                    break
+                if st.pending():
                     st.attempt()
+            elif idle:
+                for st in self.steps:
+                    if st.running is None and st.pending():
+                        st.attempt()
         if self.flows_dirty:
             self.flows_dirty = False
             self.flows.recompute()
@@ -596,7 +609,8 @@ class Simulator(PoolSim):
             self.check_untouched()
 
     #: Tests set this to check, after every settle, that no stage or pool
-    #: changed without adding itself to ``touched`` (its record skipped).
+    #: changed without adding itself to ``touched`` (its record skipped),
+    #: and that every pool with work is in ``pool_watch``.
     check_touched = False
 
     def check_untouched(self):
@@ -605,6 +619,9 @@ class Simulator(PoolSim):
             if sig != p.sig:
                 raise AssertionError("pool %s changed untouched at %r: %r, recorded %r"
                                      % (self.pool_label(p), self.now, sig, p.sig))
+            if (p.growers or p.queue or p.blocked) and p not in self.pool_watch:
+                raise AssertionError("pool %s has work and is not watched at %r"
+                                     % (self.pool_label(p), self.now))
         for st in self.stages:
             if st.kind != "shared" and st.present() != st.last_n:
                 raise AssertionError("stage %s changed untouched at %r: %r present, recorded %r"

@@ -34,6 +34,7 @@ class PoolSim(object):
             pool.queue.append(w)
         pool.qver += 1
         self.touched.add(pool)
+        self.pool_watch.add(pool)
         s = run.session
         s.waiting_in = pool
         s.cancel = lambda: self.leave_queue(pool, w)
@@ -75,6 +76,7 @@ class PoolSim(object):
                 continue
             pool.blocked = self.held_back(pool, w)
             self.touched.add(pool)
+            self.pool_watch.add(pool)
             if pool.blocked and self.warm:
                 pool.admission.blocked_attempts += 1
             return
@@ -218,7 +220,12 @@ class PoolSim(object):
         """Every pool in declaration order serves its stalled growers, then
         its queue (unless a step stage admits it).  The settle runs this, and
         so does a release, before the releasing session goes on."""
+        watch = self.pool_watch
+        if not watch:
+            return  # (no pool has stalled growers, a queue or a blocked head)
         for p in self.pools:
+            if p not in watch:
+                continue
             if p.growers:
                 self.retry_growers(p)
             if p.queue and p.decl.admit_via is None:
@@ -226,6 +233,8 @@ class PoolSim(object):
             elif p.blocked and not p.queue:
                 p.blocked = False
                 self.touched.add(p)
+            if not (p.growers or p.queue or p.blocked):
+                watch.discard(p)
 
     # --------------------------------------------------------------- growth
 
@@ -255,6 +264,7 @@ class PoolSim(object):
             if victim is None:
                 entry = (s, run, i, need)
                 p.growers.append(entry)
+                self.pool_watch.add(p)
                 s.cancel = lambda: p.growers.remove(entry) if entry in p.growers else None
                 yield WAIT
                 return
@@ -380,6 +390,7 @@ class PoolSim(object):
                 if past is None:
                     p.blocked = self.held_back(p, w)
                     self.touched.add(p)
+                    self.pool_watch.add(p)
                     if p.blocked and self.warm:
                         p.admission.blocked_attempts += 1
                     return False
@@ -416,6 +427,7 @@ class PoolSim(object):
                 job.pending = extra
                 entry = (s, run, i, need, job)
                 p.growers.append(entry)
+                self.pool_watch.add(p)
                 return "stalled"
             vs, vrun = victim
             self.preempt(p, vs, vrun, current=None)

@@ -584,6 +584,7 @@ class Step(Stage):
         self.served_total += ntok
         self.iterations += 1
         self.running = assigned
+        sim.idle_steps.discard(self)
         self.iter_start = sim.now
         self.running_kind = (npre > 0, ndec > 0)
         self.running_decodes = ndec
@@ -646,6 +647,7 @@ class Step(Stage):
         self.account(now)
         assigned = self.running or []
         self.running = None
+        sim.idle_steps.add(self)
         warm = sim.warm
         slot = sim.turn_slot
         itl = self.stats.itl
