@@ -477,12 +477,15 @@ class Simulator(PoolSim):
         self.finish(root)
 
     def finish(self, s):
-        """A session (or leg) ends: its holds and leases are released, and the
-        pools serve their queues once everything is back."""
+        """A session (or leg) ends: its holds and leases are released, and,
+        if that gave anything back, the pools serve their queues once
+        everything is back."""
         if s.leg_of is None:
             s.ending = True
+        released = False
         if s.holds:
             self.release_session(s)
+            released = True
         if s.leg_of is not None:
             root = s.leg_of
             # The leg's leases pass to the session, and the holder list then
@@ -496,7 +499,8 @@ class Simulator(PoolSim):
                     p.holders = [root if h is s else h for h in p.holders]
             if s in root.legs:
                 root.legs.remove(s)
-            self.pool_pass()
+            if released:
+                self.pool_pass()
             if not root.alive:
                 return
             root.legs_live -= 1
@@ -511,7 +515,11 @@ class Simulator(PoolSim):
         if s.leases:
             for lease in list(s.leases):
                 self.end_lease(lease)
-        if self.pools:
+            released = True
+        if released:
+            # Something came back: the pools serve their queues before the
+            # next session runs.  An end that gives nothing back (0.1.3)
+            # leaves them to the settle's pass, after the ready sessions.
             self.pool_pass()
         s.alive = False
         self.roots.pop(s.serial, None)

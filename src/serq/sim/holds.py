@@ -145,13 +145,15 @@ class HoldOps(object):
             return
 
     def reject_if_never_fits(self, s, op, run):
+        # 0.1.3 reads every header when the hold is reached, one that reads
+        # state too (it is read again when the hold is tried): a negative
+        # amount stops the run here, and a `budget_left(S)` whose budget
+        # draws takes a draw of the machine stream.
         for (m, units_f, reserve_f, static), p in zip(op[1], run.pools):
-            if not static:
-                continue
             need = self.amount(s, units_f(s), op)
             if reserve_f is not None:
                 need = max(need, self.amount(s, reserve_f(s), op))
-            if round_up(need, p.block) + p.watermark > p.cap + EPS:
+            if static and round_up(need, p.block) + p.watermark > p.cap + EPS:
                 p.stats.rejected += 1
                 raise Rejected()
 

@@ -22,7 +22,7 @@ def round_up(x, block):
     if not block:
         return x
     try:
-        return math.ceil(x / block - EPS) * block
+        return math.ceil(x / block) * block
     except (OverflowError, ValueError):  # inf or NaN stays itself, as in IEEE
         return x
 
@@ -31,7 +31,7 @@ def round_down(x, block):
     if not block:
         return x
     try:
-        return math.floor(x / block + EPS) * block
+        return math.floor(x / block) * block
     except (OverflowError, ValueError):
         return x
 

@@ -152,7 +152,14 @@ class PoolSim(object):
         if pool.blocked_key == key:
             return pool.blocked
         pool.blocked_key = key
-        return any(w is not head and self.fits(w.run) for w in pool.queue)
+        # Only a look: a header's `budget_left(S)` may draw S's budget, and
+        # the machine stream must not move for it (0.1.3 has no such scan).
+        rng = self.machine_rng
+        at = rng.position()
+        try:
+            return any(w is not head and self.fits(w.run) for w in pool.queue)
+        finally:
+            rng.rewind(at)
 
     def header(self, run):
         """Units and needs of a waiting hold, evaluated now."""

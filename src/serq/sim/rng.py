@@ -533,6 +533,14 @@ class Rng(object):
     def __repr__(self):
         return "Rng(%d)" % (self.seed,)
 
+    def position(self):
+        """Where the stream stands, for ``rewind``."""
+        return self._key, self._buf, self._i, self._counter
+
+    def rewind(self, position):
+        """Back to a ``position``: the draws since are drawn again."""
+        self._key, self._buf, self._i, self._counter = position
+
     # -- buffer management ---------------------------------------------------
 
     def _next_words(self):
