@@ -53,8 +53,32 @@ run { horizon 4000; seed 5; }
 """ % body
 
 
+# A step stage's budget, chunk, cost and serve keys are written as one
+# function each (``Compiler.fast``): every kind of node over the step
+# context, draws from the machine stream in the budget and the cost.
+STEP_EXPRESSIONS = """
+pool kv { cap 4096; block 16; preempt lifo; }
+stage eng : step {
+  budget max(64, 256 - 8 * residents) + floor(~uniform(0, 16));
+  chunk decoders > 3 ? 48 : min(96, 32 + ceil(sqrt(1 + kv_decode)));
+  cost 0.004 + 0.00002 * tokens + (decoders >= 2 && prefilled == 0 ? pow(decoders, 1.5) / 1e4
+       : ln(1 + kv_decode) / 5e3) + abs(-attention) * 1e-8 + exp(-residents) / 1e3
+       + ~exp(0.0005) - (kv_prefill != 0 || !(decoders < 1)) * 1e-4 / 2;
+  serve by (decoding ? 0 : 1, -remaining / 2, admission);
+  memory kv;
+}
+workload { arrive poisson(14); init { set p = 16 + floor(~exp(100)); set n = 1 + floor(~exp(40)); } }
+session {
+  set t0 = now;
+  hold kv (16) { run eng prefill (p) growing kv; run eng decode (n) growing kv; }
+  observe latency = now - t0;
+}
+run { horizon 150; warmup 20; seed 17; }
+"""
+
 PROGRAMS = {
     "expressions": EXPRESSIONS,
+    "step_expressions": STEP_EXPRESSIONS,
     "nested": _nested(codegen.INLINE_DEPTH + 3),
 }
 

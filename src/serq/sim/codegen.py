@@ -19,7 +19,7 @@ import math
 
 from ..ir import nodes as ir
 from . import dist
-from .exprs import MATH1, MATH2, fdiv, fmt
+from .exprs import CTX_FIELD, MATH1, MATH2, fdiv, fmt
 from .stages import Fifo
 
 #: Nested blocks deeper than this get their own function (Python limits
@@ -50,20 +50,24 @@ def _pure(e):
     return False
 
 
-class BlockWriter(object):
-    """Writes the source of every block of one program."""
+class ExprWriter(object):
+    """Writes expressions as Python source over a context ``s`` (a session,
+    or a stage's context object) whose attributes are ``a``."""
 
-    def __init__(self, interp, prog, compiler):
-        self.interp = interp
-        self.sim = interp.sim
-        self.prog = prog
+    def __init__(self, sim, compiler):
+        self.sim = sim
         self.c = compiler
-        self.env = {"_err": self.sim.error, "_fmt": fmt, "_log": math.log,
-                    "_fdiv": fdiv, "_INF": math.inf, "_NAN": math.nan,
-                    "_interp": interp, "_sim": self.sim, "_stages": self.sim.stages,
-                    "_EndSession": None}
+        self.env = {"_fmt": fmt, "_log": math.log, "_fdiv": fdiv, "_INF": math.inf,
+                    "_NAN": math.nan, "_sim": sim}
         self.names = {}  # id(object) -> name in env
-        self.count_steps = _has_loop(prog) or sum(map(len, prog.blocks)) > 100000
+
+    def function(self, e):
+        """Expression ``e`` as one Python function of its context: the
+        closure ``Compiler.expr`` would build, without a call per node."""
+        body = self.expr(e)
+        src = "def _e(s):\n    a = s.a\n    return %s\n" % body
+        exec(compile(src, "<serq expression>", "exec"), self.env)
+        return self.env["_e"]
 
     # ------------------------------------------------------------ helpers
 
@@ -98,8 +102,10 @@ class BlockWriter(object):
             return self.const(self.c.expr(e)(None))
         if t is ir.Attr:
             return "a[%d]" % e.slot
-        if t is ir.Ctx and e.var == "Now":
-            return "_sim.now"
+        if t is ir.Ctx:
+            if e.var == "Now":
+                return "_sim.now"
+            return "s.%s" % CTX_FIELD[e.var]  # (the closure's getattr)
         if t is ir.Binary:
             a, b = self.expr(e.left), self.expr(e.right)
             op = e.op
@@ -137,6 +143,19 @@ class BlockWriter(object):
                                    self.expr(e.args[1].expr))
         # anything else: its closure
         return "%s(s)" % self.bind(self.c.expr(e), "f")
+
+
+
+class BlockWriter(ExprWriter):
+    """Writes the source of every block of one program."""
+
+    def __init__(self, interp, prog, compiler):
+        ExprWriter.__init__(self, interp.sim, compiler)
+        self.interp = interp
+        self.prog = prog
+        self.env.update({"_err": self.sim.error, "_interp": interp,
+                         "_stages": self.sim.stages, "_EndSession": None})
+        self.count_steps = _has_loop(prog) or sum(map(len, prog.blocks)) > 100000
 
     # --------------------------------------------------------- statements
 

@@ -141,6 +141,12 @@ class Compiler:
             return self.sim.aggregate_reader(e.kind, e.obs)
         raise TypeError(e)
 
+    def fast(self, e) -> Callable:
+        """``expr(e)`` written as one Python function (codegen.ExprWriter),
+        for the expressions read at every step iteration."""
+        from .codegen import ExprWriter  # (codegen imports this module)
+        return ExprWriter(self.sim, self).function(e)
+
     def binary(self, e) -> Callable:
         a, b = self.expr(e.left), self.expr(e.right)
         op = e.op

@@ -158,12 +158,12 @@ class Step(Stage):
     def __init__(self, sim, index, name, member, spec, compiler):
         Stage.__init__(self, sim, index, name, member)
         c = compiler
-        self.budget = c.expr(spec.budget)
-        self.cost = c.expr(spec.cost)
-        self.chunk = c.expr(spec.chunk)
+        self.budget = c.fast(spec.budget)
+        self.cost = c.fast(spec.cost)
+        self.chunk = c.fast(spec.chunk)
         self.granule = None if spec.granule is None else spec.granule.value
         self.exclusive = spec.serve == "ExclusivePrefill"
-        self.serve_keys = [] if self.exclusive else [c.expr(k) for k in spec.serve]
+        self.serve_keys = [] if self.exclusive else [c.fast(k) for k in spec.serve]
         # What reads the totals (``totals`` walks every resident's holds):
         # where nothing does, they are not computed.
         self.budget_totals = reads_totals(spec.budget, spec.chunk)
@@ -561,11 +561,23 @@ class Step(Stage):
         ctx.ndec = ndec
         if self.cost_totals or sim.claims:  # (claims read the context too)
             kvb = kvp = 0.0
-            for j, t in assigned:
-                if j.decode:
-                    kvb += self.memory_of(j.session)
-                else:
-                    kvp += self.memory_of(j.session)
+            if self.memory is not None:
+                mp = sim.pools[self.memory]
+                for j, t in assigned:
+                    # self.memory_of(j.session), inlined
+                    total = 0.0
+                    for run in j.session.holds:
+                        pools = run.pools
+                        if mp in pools:
+                            i = 0
+                            for p in pools:
+                                if p is mp and not run.done[i]:
+                                    total += run.alloc[i]
+                                i += 1
+                    if j.decode:
+                        kvb += total
+                    else:
+                        kvp += total
             ctx.kvb = kvb
             ctx.kvp = kvp
         cost = self.cost(ctx)
