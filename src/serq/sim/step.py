@@ -18,9 +18,6 @@ from .stages import Stage
 
 INF = math.inf
 
-#: No prefill chunk's attention term (an iteration of decodes only).
-NO_ATTENTION = {}
-
 #: The context fields ``Step.totals`` sets.
 TOTALS = ("Nres", "Ndec", "Kvb", "Kvp")
 
@@ -294,14 +291,8 @@ class Step(Stage):
             if type(plan) is list:
                 # Every resident decoding, each given its token: no one is
                 # gone, nothing admitted (plan_decodes says when it applies).
-                for j, t in plan:
-                    g = j.grow
-                    if g is not None:
-                        run, i = g
-                        run.pos[i] += t
-                        run.grown[i] = True
                 self.idle_with_work = False
-                self.start(C, NO_ATTENTION, plan, None)
+                self.start_decodes(C, plan)
                 return
             self.plan_default(plan)
         elif self.body is None:
@@ -580,6 +571,55 @@ class Step(Stage):
                         kvp += total
             ctx.kvb = kvb
             ctx.kvp = kvp
+        self.launch(C, assigned, plan, ntok, ndec, npre)
+
+    def start_decodes(self, C, assigned):
+        """``start`` of a plan of decodes only (``plan_decodes``), in one
+        pass: each job's position moves on by its token, and the sums
+        ``start`` makes, in the same order (no prefill: ``prefilled``,
+        ``attention`` and ``kv_prefill`` are 0)."""
+        sim = self.sim
+        ctx = self.ctx
+        ctx.a = None
+        mp = None
+        if (self.cost_totals or sim.claims) and self.memory is not None:
+            mp = sim.pools[self.memory]
+        ntok = ndec = kvb = 0.0
+        for j, t in assigned:
+            g = j.grow
+            if g is not None:
+                run, i = g
+                run.pos[i] += t
+                run.grown[i] = True
+            ntok += t
+            ndec += 1.0
+            if mp is not None:
+                # self.memory_of(j.session), inlined
+                total = 0.0
+                for run in j.session.holds:
+                    pools = run.pools
+                    if mp in pools:
+                        i = 0
+                        for p in pools:
+                            if p is mp and not run.done[i]:
+                                total += run.alloc[i]
+                            i += 1
+                kvb += total
+        ctx.ntok = ntok
+        ctx.npre = 0.0
+        ctx.attn = 0.0
+        ctx.nres = float(len(self.residents))
+        ctx.ndec = ndec
+        if self.cost_totals or sim.claims:
+            ctx.kvb = kvb
+            ctx.kvp = 0.0
+        self.launch(C, assigned, None, ntok, ndec, 0.0)
+
+    def launch(self, C, assigned, plan, ntok, ndec, npre):
+        """The rest of ``start``, once the context holds the sums: the
+        cost, the claims, the statistics and the event."""
+        sim = self.sim
+        ctx = self.ctx
         cost = self.cost(ctx)
         if not cost > 0.0:
             cost = 0.0
