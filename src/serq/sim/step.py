@@ -552,23 +552,11 @@ class Step(Stage):
         ctx.ndec = ndec
         if self.cost_totals or sim.claims:  # (claims read the context too)
             kvb = kvp = 0.0
-            if self.memory is not None:
-                mp = sim.pools[self.memory]
-                for j, t in assigned:
-                    # self.memory_of(j.session), inlined
-                    total = 0.0
-                    for run in j.session.holds:
-                        pools = run.pools
-                        if mp in pools:
-                            i = 0
-                            for p in pools:
-                                if p is mp and not run.done[i]:
-                                    total += run.alloc[i]
-                                i += 1
-                    if j.decode:
-                        kvb += total
-                    else:
-                        kvp += total
+            for j, t in assigned:
+                if j.decode:
+                    kvb += self.memory_of(j.session)
+                else:
+                    kvp += self.memory_of(j.session)
             ctx.kvb = kvb
             ctx.kvp = kvp
         self.launch(C, assigned, plan, ntok, ndec, npre)
