@@ -473,8 +473,11 @@ class Simulator(PoolSim):
         self.finish(root)
 
     def finish(self, s):
-        """A session (or leg) ends: its holds and leases are released, and the
-        pools serve their queues once everything is back."""
+        """A session (or leg) ends: its holds and leases are released.  The
+        pools serve their queues only at the settle's pool pass, after the
+        ready sessions ran (a closed workload's new session, ready from the
+        end, joins its queue first), as in 0.1.3; a release within a
+        session, by contrast, is served before that session goes on."""
         if s.leg_of is None:
             s.ending = True
         if s.holds:
@@ -492,7 +495,6 @@ class Simulator(PoolSim):
                     p.holders = [root if h is s else h for h in p.holders]
             if s in root.legs:
                 root.legs.remove(s)
-            self.pool_pass()
             if not root.alive:
                 return
             root.legs_live -= 1
@@ -507,8 +509,6 @@ class Simulator(PoolSim):
         if s.leases:
             for lease in list(s.leases):
                 self.end_lease(lease)
-        if self.pools:
-            self.pool_pass()
         s.alive = False
         self.roots.pop(s.serial, None)
         self.live -= 1
