@@ -283,24 +283,31 @@ class PoolSim(object):
     def choose_victim(self, p):
         """The smallest preempt key among the candidates, ties to the later
         one.  The candidates: for the memory of step stages, the sessions
-        resident there, by latest admission; otherwise the sessions holding
-        ``p`` in a scope, in holder order."""
+        resident there, by latest admission; otherwise the entries of the
+        holder list whose session holds ``p`` in a scope, in holder order.
+        A session with a nested hold on ``p`` has an entry per admission,
+        and each is a candidate (its innermost hold) at its own place, as
+        in 0.1.3: `preempt lifo` picks the nested hold's session when it was
+        admitted last, though its outer hold came before others."""
         cands = []
-        seen = set()
         stages = self.memory_of.get(p.index)
         if stages:
+            seen = set()
             jobs = [j for st in stages for j in st.residents]
             jobs.sort(key=lambda j: j.session.admission)
-            holders = [j.session for j in jobs]
+            for j in jobs:
+                h = j.session
+                if id(h) in seen:
+                    continue
+                seen.add(id(h))
+                found = self.scope_hold(h, p)
+                if found is not None:
+                    cands.append(found)
         else:
-            holders = p.holders
-        for h in holders:
-            if id(h) in seen:
-                continue
-            seen.add(id(h))
-            found = self.scope_hold(h, p)
-            if found is not None:
-                cands.append(found)
+            for h in p.holders:
+                found = self.scope_hold(h, p)
+                if found is not None:
+                    cands.append(found)
         best = best_key = None
         ctx = self.victim_ctx
         for place, (vs, run, i) in enumerate(cands):
