@@ -180,7 +180,6 @@ class PoolSim(object):
         pool0.qver += 1
         touched = self.touched
         touched.add(pool0)
-        s.waiting_in = None
         s.cancel = None
         op = run.op
         reuse = None if op[2] is None else op[2](s)
@@ -205,6 +204,9 @@ class PoolSim(object):
                 p.reserved += r
             p.holders.append(s)
             p.stats.admissions += 1
+        # Out of the queue, but still `waiting` for the eviction keys (and
+        # spill clauses) its own admission's make_room reads, as in 0.1.3.
+        s.waiting_in = None
         s.a[self.prog.slots[0]] = consumed
         s.holds.append(run)  # the session's innermost hold from now on
         if self.warm:
