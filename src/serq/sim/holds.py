@@ -167,6 +167,9 @@ class HoldOps(object):
                 p.reserved -= run.reserve[i]  # the hold's scope ends: so does its reservation
                 sim.touched.add(p)
                 run.reserve[i] = 0.0
+                # The hold completes: the stuck memory goes, as for a release
+                # (0.1.3), though its units stay as the lease.
+                s.preempt_memory.pop(p.index, None)
                 sim.start_lease(s, run, i, lease[1](s))
                 continue
             self.release_one(s, run, i)
