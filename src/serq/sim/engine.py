@@ -484,6 +484,11 @@ class Simulator(PoolSim):
             self.release_session(s)
         if s.leg_of is not None:
             root = s.leg_of
+            if not root.alive:
+                # An orphan leg (its session ended while it ran): its leases
+                # end with it, having no session to pass to (0.1.3).
+                for lease in list(s.leases):
+                    self.end_lease(lease)
             # The leg's leases pass to the session, and the holder list then
             # names the session where it named the leg.
             for lease in s.leases:
