@@ -14,6 +14,9 @@ class PoolSim(object):
 
     def make_pools(self, prog):
         self.pools = [Pool(self, i, p, self.compiler) for i, p in enumerate(prog.pools)]
+        # Legs and sessions counted stuck: each at most once in all, on the
+        # first pool where it is stuck (0.1.3)
+        self.stuck_sessions = set()
         self.release_seq = 0
         self.admission_seq = 0
         self.enqueue_seq = 0
@@ -340,10 +343,11 @@ class PoolSim(object):
         last = mem.get(p.index)
         # Stuck: preempted again at a position not beyond the last preemption
         # on this pool (that memory goes when a hold on it completes); each
-        # session counts at most once per pool.
+        # session counts at most once, on the first pool it is stuck on
+        # (0.1.3: stuck on one pool, then on another, it counts on the first).
         if last is not None and pos <= last[0] + EPS:
-            if vs not in p.stuck_sessions:
-                p.stuck_sessions.add(vs)
+            if vs not in self.stuck_sessions:
+                self.stuck_sessions.add(vs)
                 p.stats.stuck += 1
         mem[p.index] = (pos, False)
         p.stats.preemptions += 1
