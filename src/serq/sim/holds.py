@@ -93,8 +93,13 @@ class HoldOps(object):
     def compile_hold(self, st, c, loc):
         pools = []
         for hp in st.pools:
-            static = not reads_state(hp.units) and (hp.reserve is None or
-                                                    not reads_state(hp.reserve))
+            # Which of the units and the reserve are final when the hold is
+            # reached (read no deployment state): each alone above the cap
+            # rejects the request (0.1.3), the other part read or not.
+            static = (not reads_state(hp.units),
+                      hp.reserve is not None and not reads_state(hp.reserve))
+            if not any(static):
+                static = None
             pools.append((c.member(hp.ref), c.expr(hp.units),
                           None if hp.reserve is None else c.expr(hp.reserve), static))
         lease = None
@@ -146,10 +151,11 @@ class HoldOps(object):
 
     def reject_if_never_fits(self, s, op, run):
         for (m, units_f, reserve_f, static), p in zip(op[1], run.pools):
-            if not static:
+            if static is None:
                 continue
-            need = self.amount(s, units_f(s), op)
-            if reserve_f is not None:
+            units_final, reserve_final = static
+            need = self.amount(s, units_f(s), op) if units_final else 0.0
+            if reserve_final:
                 need = max(need, self.amount(s, reserve_f(s), op))
             if round_up(need, p.block) + p.watermark > p.cap + EPS:
                 p.stats.rejected += 1
