@@ -477,17 +477,22 @@ class Simulator(PoolSim):
         self.finish(root)
 
     def finish(self, s):
-        """A session (or leg) ends: its holds and leases are released, and,
-        if that gave anything back, the pools serve their queues once
-        everything is back."""
+        """A session (or leg) ends: its holds and leases are released.  The
+        pools serve their queues only at the settle's pool pass, after the
+        ready sessions ran (a closed workload's new session, ready from the
+        end, joins its queue first), as in 0.1.3; a release within a
+        session, by contrast, is served before that session goes on."""
         if s.leg_of is None:
             s.ending = True
-        released = False
         if s.holds:
             self.release_session(s)
-            released = True
         if s.leg_of is not None:
             root = s.leg_of
+            if not root.alive:
+                # An orphan leg (its session ended while it ran): its leases
+                # end with it, having no session to pass to (0.1.3).
+                for lease in list(s.leases):
+                    self.end_lease(lease)
             # The leg's leases pass to the session, and the holder list then
             # names the session where it named the leg.
             for lease in s.leases:
@@ -499,8 +504,6 @@ class Simulator(PoolSim):
                     p.holders = [root if h is s else h for h in p.holders]
             if s in root.legs:
                 root.legs.remove(s)
-            if released:
-                self.pool_pass()
             if not root.alive:
                 return
             root.legs_live -= 1
@@ -515,12 +518,6 @@ class Simulator(PoolSim):
         if s.leases:
             for lease in list(s.leases):
                 self.end_lease(lease)
-            released = True
-        if released:
-            # Something came back: the pools serve their queues before the
-            # next session runs.  An end that gives nothing back (0.1.3)
-            # leaves them to the settle's pass, after the ready sessions.
-            self.pool_pass()
         s.alive = False
         self.roots.pop(s.serial, None)
         self.live -= 1

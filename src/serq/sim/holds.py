@@ -93,8 +93,13 @@ class HoldOps(object):
     def compile_hold(self, st, c, loc):
         pools = []
         for hp in st.pools:
-            static = not reads_state(hp.units) and (hp.reserve is None or
-                                                    not reads_state(hp.reserve))
+            # Which of the units and the reserve are final when the hold is
+            # reached (read no deployment state): each alone above the cap
+            # rejects the request (0.1.3), the other part read or not.
+            static = (not reads_state(hp.units),
+                      hp.reserve is not None and not reads_state(hp.reserve))
+            if not any(static):
+                static = None
             pools.append((c.member(hp.ref), c.expr(hp.units),
                           None if hp.reserve is None else c.expr(hp.reserve), static))
         lease = None
@@ -150,10 +155,16 @@ class HoldOps(object):
         # amount stops the run here, and a `budget_left(S)` whose budget
         # draws takes a draw of the machine stream.
         for (m, units_f, reserve_f, static), p in zip(op[1], run.pools):
-            need = self.amount(s, units_f(s), op)
-            if reserve_f is not None:
-                need = max(need, self.amount(s, reserve_f(s), op))
-            if static and round_up(need, p.block) + p.watermark > p.cap + EPS:
+            # (in order: units, then reserve; each read whether final or not)
+            units = self.amount(s, units_f(s), op)
+            reserve = None if reserve_f is None else self.amount(s, reserve_f(s), op)
+            if static is None:
+                continue
+            units_final, reserve_final = static
+            need = units if units_final else 0.0
+            if reserve_final:
+                need = max(need, reserve)
+            if round_up(need, p.block) + p.watermark > p.cap + EPS:
                 p.stats.rejected += 1
                 raise Rejected()
 
@@ -169,6 +180,9 @@ class HoldOps(object):
                 p.reserved -= run.reserve[i]  # the hold's scope ends: so does its reservation
                 sim.touched.add(p)
                 run.reserve[i] = 0.0
+                # The hold completes: the stuck memory goes, as for a release
+                # (0.1.3), though its units stay as the lease.
+                s.preempt_memory.pop(p.index, None)
                 sim.start_lease(s, run, i, lease[1](s))
                 continue
             self.release_one(s, run, i)

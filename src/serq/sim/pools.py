@@ -130,7 +130,6 @@ class Pool(object):
         self.growers = []  # stalled grows, in stall order
         self.holders = []  # holder list (sessions), the 0.1.3 quirk
         self.reserved = 0.0  # outstanding reservations (reserve held)
-        self.stuck_sessions = set()  # legs and sessions counted stuck
         self.spilled_dead = {}  # a dead entry elsewhere -> its pieces here
         self.stats = PoolStats()
         self.admission = AdmissionStats()

@@ -14,6 +14,9 @@ class PoolSim(object):
 
     def make_pools(self, prog):
         self.pools = [Pool(self, i, p, self.compiler) for i, p in enumerate(prog.pools)]
+        # Legs and sessions counted stuck: each at most once in all, on the
+        # first pool where it is stuck (0.1.3)
+        self.stuck_sessions = set()
         self.release_seq = 0
         self.admission_seq = 0
         self.enqueue_seq = 0
@@ -189,7 +192,6 @@ class PoolSim(object):
         pool0.qver += 1
         touched = self.touched
         touched.add(pool0)
-        s.waiting_in = None
         s.cancel = None
         op = run.op
         reuse = None if op[2] is None else op[2](s)
@@ -214,6 +216,9 @@ class PoolSim(object):
                 p.reserved += r
             p.holders.append(s)
             p.stats.admissions += 1
+        # Out of the queue, but still `waiting` for the eviction keys (and
+        # spill clauses) its own admission's make_room reads, as in 0.1.3.
+        s.waiting_in = None
         s.a[self.prog.slots[0]] = consumed
         s.holds.append(run)  # the session's innermost hold from now on
         if self.warm:
@@ -300,24 +305,31 @@ class PoolSim(object):
     def choose_victim(self, p):
         """The smallest preempt key among the candidates, ties to the later
         one.  The candidates: for the memory of step stages, the sessions
-        resident there, by latest admission; otherwise the sessions holding
-        ``p`` in a scope, in holder order."""
+        resident there, by latest admission; otherwise the entries of the
+        holder list whose session holds ``p`` in a scope, in holder order.
+        A session with a nested hold on ``p`` has an entry per admission,
+        and each is a candidate (its innermost hold) at its own place, as
+        in 0.1.3: `preempt lifo` picks the nested hold's session when it was
+        admitted last, though its outer hold came before others."""
         cands = []
-        seen = set()
         stages = self.memory_of.get(p.index)
         if stages:
+            seen = set()
             jobs = [j for st in stages for j in st.residents]
             jobs.sort(key=lambda j: j.session.admission)
-            holders = [j.session for j in jobs]
+            for j in jobs:
+                h = j.session
+                if id(h) in seen:
+                    continue
+                seen.add(id(h))
+                found = self.scope_hold(h, p)
+                if found is not None:
+                    cands.append(found)
         else:
-            holders = p.holders
-        for h in holders:
-            if id(h) in seen:
-                continue
-            seen.add(id(h))
-            found = self.scope_hold(h, p)
-            if found is not None:
-                cands.append(found)
+            for h in p.holders:
+                found = self.scope_hold(h, p)
+                if found is not None:
+                    cands.append(found)
         best = best_key = None
         ctx = self.victim_ctx
         for place, (vs, run, i) in enumerate(cands):
@@ -348,10 +360,11 @@ class PoolSim(object):
         last = mem.get(p.index)
         # Stuck: preempted again at a position not beyond the last preemption
         # on this pool (that memory goes when a hold on it completes); each
-        # session counts at most once per pool.
+        # session counts at most once, on the first pool it is stuck on
+        # (0.1.3: stuck on one pool, then on another, it counts on the first).
         if last is not None and pos <= last[0] + EPS:
-            if vs not in p.stuck_sessions:
-                p.stuck_sessions.add(vs)
+            if vs not in self.stuck_sessions:
+                self.stuck_sessions.add(vs)
                 p.stats.stuck += 1
         mem[p.index] = (pos, False)
         p.stats.preemptions += 1
