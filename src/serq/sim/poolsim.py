@@ -422,11 +422,13 @@ class PoolSim(object):
             # the residents want, not the planning's remainder (0.1.3).
             saved, stage.planning_left = stage.planning_left, None
             s = w.run.session
-            # The admitted session runs now until it blocks: a zero-time step
-            # (a run of no work) does not send it to the back of the queue.
-            while self.ready and self.ready[-1] is s:
-                self.ready.pop()
-                self.step(s)
+            # The admitted session runs now until it blocks, and so does every
+            # session it makes ready meanwhile (a leg it forks, the session a
+            # leg ending in no time joins), in turn, until none is ready
+            # (0.1.3); their holds wait for the next pool pass.
+            ready = self.ready
+            while ready:
+                self.step(ready.popleft())
             stage.planning_left = saved
             return True
         return False
