@@ -7,6 +7,7 @@ valid corpus run live.
 """
 import math
 import random
+from decimal import Decimal
 import struct
 
 import pytest
@@ -26,6 +27,10 @@ EDGES = [
     (5e-324, "0." + "0" * 323 + "5"), (1e15 + 0.5, "1000000000000000.5"),
     (9007199254740993.0, "9007199254740992"), (123.456, "123.456"),
     (float("nan"), "null"), (float("inf"), "null"), (float("-inf"), "null"),
+    # exactly halfway between two shortest candidates: away from zero, as
+    # pyserq 0.1.3's report writes them (repr takes the even one, ...312)
+    (671.82208251953125, "671.8220825195313"), (-671.82208251953125, "-671.8220825195313"),
+    (15.5555572509765625, "15.555557250976563"), (929.53216552734375, "929.5321655273438"),
 ]
 
 
@@ -44,9 +49,15 @@ def test_format_float_random_bits():
         assert "e" not in s and float(s) == x
         if x == int(x):
             assert "." not in s
-        # shortest digits: those of repr
-        assert s.replace("-", "").replace(".", "").strip("0") == \
-            repr(abs(x)).split("e")[0].replace(".", "").strip("0")
+        # shortest digits: those of repr, except on an exact tie between two
+        # shortest candidates (about 1 in 4000 here, all checked against
+        # pyserq), where the report takes the one away from zero, repr the
+        # even one: then as many digits, further from zero, equally close
+        ours = s.replace("-", "").replace(".", "").strip("0")
+        theirs = repr(abs(x)).split("e")[0].replace(".", "").strip("0")
+        if ours != theirs:
+            a, b, e = Decimal(s), Decimal(repr(x)), Decimal(x)
+            assert len(ours) == len(theirs) and abs(a) > abs(b) and abs(a - e) == abs(e - b)
 
 
 def test_fixture_round_trip():

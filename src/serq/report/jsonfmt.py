@@ -6,7 +6,10 @@ Numbers (checked byte for byte against pyserq):
 * a float is written in plain positional notation with the shortest
   round-trip digits (Python's ``repr`` digits, never an exponent) and no
   fractional part when it has none: ``100``, ``-0``, ``0.30000000000000004``,
-  ``100000000000000000000`` for 1e20, ``0.0000001`` for 1e-7;
+  ``100000000000000000000`` for 1e20, ``0.0000001`` for 1e-7; when the value
+  lies exactly halfway between the two closest shortest candidates, the one
+  further from zero (Rust's ``Display``; ``repr`` and the IR's ryu take the
+  even one): 671.82208251953125 is ``671.8220825195313``;
 * count fields (``int``) are written as integers, booleans as
   ``true``/``false``;
 * no spaces; keys in the order of :mod:`serq.report.model`.
@@ -34,11 +37,34 @@ def format_float(x: float) -> str:
     digits = stripped.rstrip("0")
     if not digits:
         return sign + "0"
+    if len(digits) >= 16:  # (a tie needs about 16 digits: a float has 15.95)
+        digits, point = _tie_away(abs(x), digits, point)
     if point <= 0:
         return sign + "0." + "0" * (-point) + digits
     if point >= len(digits):
         return sign + digits + "0" * (point - len(digits))
     return sign + digits[:point] + "." + digits[point:]
+
+
+def _tie_away(x: float, digits: str, point: int):
+    """``digits`` (shortest, round half to even) moved one unit away from
+    zero when ``x`` is exactly halfway between it and the next candidate
+    above, as Rust's shortest formatting rounds such ties."""
+    d = int(digits)
+    k = point - len(digits)  # the last digit's power of ten
+    p, q = x.as_integer_ratio()
+    if k >= 0:
+        twice = 2 * (p - d * 10 ** k * q)
+        unit = 10 ** k * q
+    else:
+        twice = 2 * (p * 10 ** -k - d * q)
+        unit = q
+    if twice != unit:
+        return digits, point
+    up = str(d + 1)
+    if len(up) > len(digits):  # 99…95 → 10…0
+        point += 1
+    return up.rstrip("0"), point
 
 
 def _str(s: str) -> str:

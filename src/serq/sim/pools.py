@@ -212,6 +212,11 @@ class Pool(object):
             limit = round_down(reuse, self.block)
             if units > limit + EPS:
                 e.units = units - limit
+                if e.session is not None:
+                    # the dead rest's keys read the attributes as they are
+                    # now, when it becomes no session's (0.1.3), not as they
+                    # were when the entry was cached
+                    e.snapshot = list(e.session.a)
                 e.dead = True
                 e.session = None
                 self.dead.append(e)

@@ -453,8 +453,10 @@ class Flow(object):
 
 
 class Flows(object):
-    """Every flow of the program over its shared stages.  Rates are
-    recomputed after a settle in which a flow started or ended, over the
+    """Every flow of the program over its shared stages.  After a settle in
+    which a flow started or ended, every flow's remaining work is advanced to
+    now (all of them, as 0.1.3 does, not only those whose rate may change:
+    a flow's finish is the sum of its pieces); rates are recomputed over the
     stages that change touched (and every stage their flows connect them
     to); then the earliest finish is scheduled and older ones go stale."""
 
@@ -505,7 +507,7 @@ class Flows(object):
         now = self.sim.now
         stages, flows = self.component()
         self.touched = set()
-        for f in flows:
+        for f in self.flows.values():
             if now > f.since:
                 f.remaining -= f.rate * (now - f.since)
             f.since = now
