@@ -277,11 +277,19 @@ class BlockLinker:
         return self.scope.admit_stage.get(decl.name)
 
     def _fit(self, hp: ast.HoldPool, ref: ir.Ref) -> None:
+        # Each constant part of the demand (the units, the reserve) is
+        # checked alone, as 0.1.3 does: `hold p (prompt) reserve (4)` with
+        # cap 3 can never fit whatever the prompt.
         units = _const(hp.units, self.scope.lets)
         reserve = _const(hp.reserve, self.scope.lets) if hp.reserve is not None else None
-        if units is None or (hp.reserve is not None and reserve is None):
+        parts = [x for x in (units, reserve) if x is not None]
+        if not parts:
             return
-        need = units if reserve is None else max(units, reserve)
+        need = max(parts)
+        if units is not None:
+            label = "`hold %s (%s)`" % (hp.ref.name, _fmt(units))
+        else:  # only the reserve is known
+            label = "`hold %s … reserve (%s)`" % (hp.ref.name, _fmt(reserve))
         caps = self.scope_pool_caps(ref)
         fits = False
         for cap, block, wm in caps:
@@ -294,14 +302,14 @@ class BlockLinker:
             if wm and rounded <= cap + 1e-9:
                 # serq's watermark: it fits the cap, not what admissions may use
                 self.scope.defer(LinkError(
-                    "`hold %s (%s)` can never be admitted: it needs %s unit(s) (%s in whole "
+                    "%s can never be admitted: it needs %s unit(s) (%s in whole "
                     "blocks) and admissions leave the pool's watermark %s of its %s free" % (
-                        hp.ref.name, _fmt(units), _fmt(need), _fmt(rounded), _fmt(wm), _fmt(cap)),
+                        label, _fmt(need), _fmt(rounded), _fmt(wm), _fmt(cap)),
                     hp.span, help="lower the pool's `watermark` or the request"))
                 return
-            self.scope.defer(LinkError("`hold %s (%s)` can never fit: it needs %s unit(s) (%s in whole "
+            self.scope.defer(LinkError("%s can never fit: it needs %s unit(s) (%s in whole "
                             "blocks) and the pool holds %s" % (
-                                hp.ref.name, _fmt(units), _fmt(need), _fmt(rounded), _fmt(cap)),
+                                label, _fmt(need), _fmt(rounded), _fmt(cap)),
                             hp.span, help="raise the pool's `cap` or lower the request"))
 
     def scope_pool_caps(self, ref: ir.Ref):
