@@ -353,6 +353,16 @@ class Linker:
                 p.queue = [self.ex.expr(k, sm) for k in d.queue]
             if d.spill is not None:
                 sp = d.spill
+                for name, table, word in ((sp.to, self.scope.pools, "pool"),
+                                          (sp.via, self.scope.stages, "stage")):
+                    f = table.get(name.name)
+                    if name.index is None and f is not None and f.array and f.count > 1:
+                        # 0.1.3 takes the first member silently
+                        raise LinkError(ctx + "`spill %s via %s`: `%s` is an array of %d %ss, and "
+                                        "a spill names one %s" % (sp.to.name, sp.via.name, name.name,
+                                                                  f.count, word, word),
+                                        name.span, help="spill through a %s declared alone (a spill "
+                                        "cannot name a member `%s[i]`)" % (word, name.name))
                 to = self.ex.ref(sp.to, "p", moment("Const", "a spill tier"))
                 via = self.ex.ref(sp.via, "s", moment("Const", "a spill link"))
                 em = moment("Evict", "a spill clause", context=ctx)
