@@ -178,8 +178,7 @@ class Interpreter(HoldOps):
             else:
                 grow = None
                 if op[4] is not None:
-                    run, i = self.innermost(s, op[4](s), op, "growing")
-                    grow = (run, i) if run is not None else None
+                    grow = self.innermost(s, op[4](s), op, "growing")
                 sim.stages[op[1](s)].submit_step(s, op[3], work, grow)
                 yield WAIT
 

@@ -1,0 +1,45 @@
+"""Findings of the grammar differential (tests/grammar_programs.py against
+pyserq 0.1.3; tests/programs/FINDINGS.md, "Grammar differential"): the
+smallest program of each, and what 0.1.3 does with it."""
+import pytest
+
+from serq.compiler import compile_program
+from serq.errors import RunError
+from serq.report.jsonfmt import report_json
+from serq.runner import run_program
+
+HEAD = ("stage e : step { budget 8; cost 1; memory kv; };\npool kv { cap 32; }\npool q { cap 32; }\n"
+        "workload { arrive batch(1); }\n")
+TAIL = "\nrun { horizon 10; }\n"
+
+AFTER_RELEASE = [
+    ("session { hold kv (1) { release kv; grow kv (2); } }", "grow outside a hold of pool `kv`"),
+    ("session { hold kv (1) { hold q (1) { release kv; grow kv (1); } } }",
+     "grow outside a hold of pool `kv`"),
+    ("session { hold kv (1) { release kv; load kv (2); } }", "`load kv` outside a hold of `kv`"),
+    ("session { hold kv (1) { release kv; run e decode (2) growing kv; } }",
+     "`growing kv` outside a hold of it"),
+]
+
+
+@pytest.mark.parametrize("body,message", AFTER_RELEASE)
+def test_pool_statement_after_its_release_is_a_run_time_error(body, message):
+    """Finding 3: `grow`, `load` and `growing` after a `release` of the
+    pool (no hold of it left) fail the run, as in 0.1.3 (serq skipped them)."""
+    with pytest.raises(RunError) as e:
+        run_program(compile_program(source=HEAD + body + TAIL))
+    assert message in e.value.message and "t = 0" in e.value.message
+    pyserq = pytest.importorskip("pyserq")
+    with pytest.raises(ValueError) as r:
+        pyserq.run(pyserq.compile(source=HEAD + body + TAIL))
+    assert message in str(r.value)
+
+
+@pytest.mark.parametrize("body", [
+    "session { hold kv (1) { hold kv (1) { release kv; grow kv (1); } } }",
+    "session { hold kv (1) { release kv; run e decode (0) growing kv; } }",
+])
+def test_pool_statement_with_a_hold_left_runs(body):
+    got = report_json(run_program(compile_program(source=HEAD + body + TAIL)))
+    pyserq = pytest.importorskip("pyserq")
+    assert got == pyserq.run(pyserq.compile(source=HEAD + body + TAIL)).json()
