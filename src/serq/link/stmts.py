@@ -162,7 +162,7 @@ class BlockLinker:
         decl = self.ex.pool_decl(ref)
         return decl.preempt is not None
 
-    def _member_rules(self, s: ast.Hold, refs: List[ir.Ref]) -> None:
+    def _member_rules(self, s: ast.Hold, refs: List[ir.Ref], where: Where) -> None:
         """0.1.3 refuses a hold whose member may differ between the moments
         it is read: a preemptible pool's index that reads what moves (it is
         read again at each re-admission), or an index reading an attribute
@@ -174,11 +174,19 @@ class BlockLinker:
             if ref.index is None or type(ref.index) is ir.Num:
                 continue
             label = "`hold %s[…]`" % hp.ref.name
-            if self._may_preempt(ref) and _moves(ref.index, True, names):
+            # its own pools, then the enclosing holds' (their re-admission
+            # runs this hold again)
+            preempter = None
+            for r, n in list(zip(refs, s.pools)) + [
+                    (r, None) for f in reversed(where.holds) for r in f.refs]:
+                if self._may_preempt(r):
+                    preempter = n.ref.name if n is not None else self.ex.pool_decl(r).name
+                    break
+            if preempter is not None and _moves(ref.index, True, names):
                 self.scope.defer(LinkError(
                     "%s: `%s` may preempt it, and it is admitted anew and reads the index again, "
                     "which reads the state, the clock, a draw, or the `cached` and `computed` that "
-                    "admission and preemption set" % (label, hp.ref.name), s.pools[0].ref.span,
+                    "admission and preemption set" % (label, preempter), s.pools[0].ref.span,
                     help="name the member in another attribute, set before the hold"))
                 continue
             if body_sets is None:
@@ -283,7 +291,7 @@ class BlockLinker:
                     self.scope.defer(LinkError("a hold takes `%s` twice; hold it once, with the units (and "
                                     "any reserve) added" % hp.ref.name, s.pools[0].ref.span))
             refs.append(ref)
-        self._member_rules(s, refs)
+        self._member_rules(s, refs, where)
         admit_stage = self._admit_stage(refs[0])
         anchor = s.pools[0].ref.span
         am = moment("Admit", "a hold's header", stage=admit_stage, anchor=anchor)
