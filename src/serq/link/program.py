@@ -397,7 +397,9 @@ class Linker:
                     self.scope.defer(LinkError(ctx + "fifo servers must be a positive integer, found %s"
                                     % _fmt(n), d.servers.span))
                     n = 1.0  # (the deferred error is reported; linking goes on)
-                kind = ir.Fifo(int(n))
+                # 0.1.3 stores the count as a u64, saturating: fifo(1e308)
+                # is 2^64 - 1 servers in its IR
+                kind = ir.Fifo(min(int(n), 2 ** 64 - 1))
             elif d.kind == "ps":
                 kind = ir.Ps(self.ex.expr(d.capacity, moment(
                     "Ps", "a ps stage's capacity", context=ctx, stage=member)))
