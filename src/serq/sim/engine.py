@@ -204,6 +204,9 @@ class Simulator(PoolSim):
         self.stages = [self._make_stage(i, st) for i, st in enumerate(prog.stages)]
         self.make_pools(prog)
         self.steps = [st for st in self.stages if st.kind == "step"]
+        # a step stage's admissions may start ps jobs: then the declaration
+        # order of the settle's stage loop matters (reschedule_changed)
+        self.steps_and_ps = bool(self.steps) and any(st.kind == "ps" for st in self.stages)
         self.idle_steps = set(self.steps)  # the step stages with no running iteration
         for p in self.pools:
             if p.decl.admit_via is not None:
@@ -568,7 +571,7 @@ class Simulator(PoolSim):
                 self.pool_pass()
             if not ready:
                 break
-        if self.changed:
+        if self.changed or (self.steps_and_ps and (not self.heap or self.heap[0][0] > self.now)):
             self.reschedule_changed()
         elif self.steps and (not self.heap or self.heap[0][0] > self.now):
             # The same with no ps stage to reschedule: the step stages only,
@@ -643,8 +646,14 @@ class Simulator(PoolSim):
             if st.kind == "step":
                 if quiet and st.running is None and st.pending():
                     st.attempt()
-            elif st in changed:
+            elif st in changed or (self.changed and st in self.changed):
+                # (a step stage's attempt above may have changed it: its
+                # admissions run sessions, which start jobs)
+                if st in self.changed:
+                    self.changed = [c for c in self.changed if c is not st]
                 st.reschedule()
+        # A ps stage declared before a step stage whose admissions changed it
+        # waits in ``changed`` for the next settle, as in 0.1.3.
 
     def lean(self):
         """Whether the run can take ``run_lean``: no pools, step stages,
