@@ -463,6 +463,8 @@ class Simulator(PoolSim):
         except (StopIteration, EndSession):
             self.finish(s)
         except Rejected:
+            if s.leg_of is None:
+                s.legs_live = 0  # its legs go on as orphans (0.1.3)
             self.finish(s)
             s.alive = False
             if s.leg_of is not None and s.leg_of.alive:
@@ -558,6 +560,8 @@ class Simulator(PoolSim):
                 except EndSession:
                     pass
                 except Rejected:
+                    if s.leg_of is None:
+                        s.legs_live = 0  # its legs go on as orphans (0.1.3)
                     self.finish(s)
                     s.alive = False
                     if s.leg_of is not None and s.leg_of.alive:
