@@ -43,3 +43,45 @@ def test_pool_statement_with_a_hold_left_runs(body):
     got = report_json(run_program(compile_program(source=HEAD + body + TAIL)))
     pyserq = pytest.importorskip("pyserq")
     assert got == pyserq.run(pyserq.compile(source=HEAD + body + TAIL)).json()
+
+
+WAIT_HEAD = "stage d : delay;\npool kv { cap 4; }\nworkload { arrive batch(%d); }\n"
+WAIT_CASES = [  # (sessions, body, a cycle 0.1.3 reports at the end)
+    (1, "session { fork { hold kv (3) { run d (1); } lease kv (inf) hold kv (2) { run d (1); } } "
+        "join; }", True),
+    (1, "session { hold kv (3) { run d (1); } lease kv (inf) hold kv (2) { run d (1); } }", False),
+    (1, "session { fork { hold kv (3) { run d (1); } lease kv (20) hold kv (2) { run d (1); } } "
+        "join; }", False),
+    (1, "session { fork { hold kv (3) { run d (1); } lease kv (inf) run d (1); } "
+        "hold kv (2) { run d (1); } join; }", False),
+    (1, "session { fork { hold kv (3) { run d (1); } lease kv (inf) hold kv (2) { run d (1); } } "
+        "fork { run d (100); } join; }", False),
+    (2, "session { branch (serial == 0) { fork { hold kv (4) { run d (1); } lease kv (inf) "
+        "run d (1); } join; run d (100); } else { run d (3); fork { hold kv (1) { run d (1); } } "
+        "join; } }", False),
+    (2, "session { branch (serial == 0) { fork { hold kv (4) { run d (1); } lease kv (inf) "
+        "hold kv (1) { run d (1); } } join; } else { run d (3); fork { hold kv (1) { run d (1); } } "
+        "join; } }", True),
+]
+
+
+@pytest.mark.parametrize("n,body,cycle", WAIT_CASES)
+def test_a_hold_and_wait_cycle_through_a_join_fails_the_run_at_its_end(n, body, cycle):
+    """Finding 9: at the end of the run, sessions waiting at a `join` for
+    legs that wait in pools held only by waiters (leases that never
+    expire) are an error, as in 0.1.3; a cycle with no `join` is not."""
+    src = WAIT_HEAD % n + body + "\nrun { horizon 10; }\n"
+    if cycle:
+        with pytest.raises(RunError) as e:
+            run_program(compile_program(source=src))
+        assert "wait for each other" in e.value.message
+    else:
+        report_json(run_program(compile_program(source=src)))
+    pyserq = pytest.importorskip("pyserq")
+    try:
+        pyserq.run(pyserq.compile(source=src))
+        refused = False
+    except ValueError as e:
+        assert "wait for each other" in str(e)
+        refused = True
+    assert refused == cycle
