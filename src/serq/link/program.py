@@ -258,8 +258,14 @@ class Linker:
         block = None
         if d.block is not None:
             block = _fold(d.block, self.scope, "pool `%s`: block" % d.name)
-            if not block > 0 or math.isinf(block):
+            if not block > 0:
                 self.scope.defer(LinkError(ctx + "block must be positive", d.block.span))
+            elif math.isinf(block):
+                # 0.1.3 accepts it, and rounds every demand to NaN blocks
+                self.scope.defer(LinkError(ctx + "`block inf`: a block is a finite number of "
+                                           "units, as no demand fills a whole infinite block",
+                                           d.block.span,
+                                           help="give the block's size in units, or drop `block`"))
         self.scope.blocks[d.name] = block
         admit = [None] * fam.count
         if d.admit_via is not None:

@@ -233,6 +233,8 @@ class BlockLinker:
                         % node.name))
 
     def _amount(self, e: ast.Expr, what: str, anchor) -> None:
+        if type(e) is ast.Draw:
+            return  # `~det(-1)` is a draw to 0.1.3: it fails when run, not here
         v = _const(e, self.scope.lets)
         if v is not None and (v != v or v < 0):
             self.scope.defer(LinkError("%s: an amount of units, tokens or seconds is a number, and "
@@ -354,14 +356,24 @@ class BlockLinker:
         else:  # only the reserve is known
             label = "`hold %s … reserve (%s)`" % (hp.ref.name, _fmt(reserve))
         caps = self.scope_pool_caps(ref)
+        if any(block == float("inf") for _, block, _ in caps):
+            return  # `block inf` is refused at the pool
         fits = False
         for cap, block, wm in caps:
-            rounded = need if not block else -(-need // block) * block
+            rounded = need if not block or need == float("inf") else -(-need // block) * block
             if rounded + wm <= cap + 1e-9:
                 fits = True
+        if fits and need == float("inf"):
+            # only a pool of cap inf holds it: 0.1.3 admits one such hold,
+            # and its pool's `used` is NaN once it is given back
+            self.scope.defer(LinkError(
+                "%s: a hold of infinite units would take a whole pool of cap inf, and leave its "
+                "`used` undefined (inf - inf) when given back" % label, hp.span,
+                help="hold a finite number of units"))
+            return
         if not fits:
             cap, block, wm = caps[0]
-            rounded = need if not block else -(-need // block) * block
+            rounded = need if not block or need == float("inf") else -(-need // block) * block
             if wm and rounded <= cap + 1e-9:
                 # serq's watermark: it fits the cap, not what admissions may use
                 self.scope.defer(LinkError(
