@@ -194,7 +194,9 @@ class BlockLinker:
                 _names_set(s.body, body_sets)
             read = set()
             _slots_read(ref.index, read)
-            for n in sorted(body_sets):
+            names = sorted(n for n, slot in self.scope.attr_slots.items() if slot in read) \
+                if "*" in body_sets else sorted(body_sets)
+            for n in names:
                 if self.scope.attr_slots.get(n) in read:
                     self.scope.defer(LinkError(
                         "%s: its body changes `%s`, which the index reads, so the member read at "
@@ -536,13 +538,13 @@ def _slots_read(e, out) -> None:
 
 def _names_set(stmts, out) -> None:
     """The attributes a block (and every block inside it) sets; `turn` sets
-    `turn_no`, `choose` its variable."""
+    them all ("*"), `choose` its variable."""
     for st in stmts:
         t = type(st)
         if t is ast.Set:
             out.add(st.name)
         elif t is ast.Turn:
-            out.add("turn_no")
+            out.add("*")  # a turn changes every attribute, to 0.1.3 (`serial` too)
         elif t is ast.Choose:
             out.add(st.var)
         elif t is ast.Branch:
