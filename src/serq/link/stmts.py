@@ -194,9 +194,9 @@ class BlockLinker:
                 _names_set(s.body, body_sets)
             read = set()
             _slots_read(ref.index, read)
-            names = sorted(n for n, slot in self.scope.attr_slots.items() if slot in read) \
+            candidates = sorted(n for n, slot in self.scope.attr_slots.items() if slot in read) \
                 if "*" in body_sets else sorted(body_sets)
-            for n in names:
+            for n in candidates:
                 if self.scope.attr_slots.get(n) in read:
                     self.scope.defer(LinkError(
                         "%s: its body changes `%s`, which the index reads, so the member read at "
