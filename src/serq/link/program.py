@@ -258,8 +258,14 @@ class Linker:
         block = None
         if d.block is not None:
             block = _fold(d.block, self.scope, "pool `%s`: block" % d.name)
-            if not block > 0 or math.isinf(block):
+            if not block > 0:
                 self.scope.defer(LinkError(ctx + "block must be positive", d.block.span))
+            elif math.isinf(block):
+                # 0.1.3 accepts it, and rounds every demand to NaN blocks
+                self.scope.defer(LinkError(ctx + "`block inf`: a block is a finite number of "
+                                           "units, as no demand fills a whole infinite block",
+                                           d.block.span,
+                                           help="give the block's size in units, or drop `block`"))
         self.scope.blocks[d.name] = block
         admit = [None] * fam.count
         if d.admit_via is not None:
@@ -353,6 +359,16 @@ class Linker:
                 p.queue = [self.ex.expr(k, sm) for k in d.queue]
             if d.spill is not None:
                 sp = d.spill
+                for name, table, word in ((sp.to, self.scope.pools, "pool"),
+                                          (sp.via, self.scope.stages, "stage")):
+                    f = table.get(name.name)
+                    if name.index is None and f is not None and f.array and f.count > 1:
+                        # 0.1.3 takes the first member silently
+                        raise LinkError(ctx + "`spill %s via %s`: `%s` is an array of %d %ss, and "
+                                        "a spill names one %s" % (sp.to.name, sp.via.name, name.name,
+                                                                  f.count, word, word),
+                                        name.span, help="spill through a %s declared alone (a spill "
+                                        "cannot name a member `%s[i]`)" % (word, name.name))
                 to = self.ex.ref(sp.to, "p", moment("Const", "a spill tier"))
                 via = self.ex.ref(sp.via, "s", moment("Const", "a spill link"))
                 em = moment("Evict", "a spill clause", context=ctx)
@@ -387,7 +403,9 @@ class Linker:
                     self.scope.defer(LinkError(ctx + "fifo servers must be a positive integer, found %s"
                                     % _fmt(n), d.servers.span))
                     n = 1.0  # (the deferred error is reported; linking goes on)
-                kind = ir.Fifo(int(n))
+                # 0.1.3 stores the count as a u64, saturating: fifo(1e308)
+                # is 2^64 - 1 servers in its IR
+                kind = ir.Fifo(min(int(n), 2 ** 64 - 1))
             elif d.kind == "ps":
                 kind = ir.Ps(self.ex.expr(d.capacity, moment(
                     "Ps", "a ps stage's capacity", context=ctx, stage=member)))

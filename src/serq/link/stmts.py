@@ -134,6 +134,7 @@ class BlockLinker:
             return ir.Drop(self.ex.ref(s.ref, "p", m))
         if t is ast.Release:
             ref = self.ex.ref(s.ref, "p", m)
+            self._stable_member(ref, s.ref, "release", where)
             self.pending_release.append((ref, s, [f.refs for f in where.holds]))
             return ir.Release(ref)
         raise LinkError("unexpected statement", getattr(s, "span", None))
@@ -161,8 +162,70 @@ class BlockLinker:
         decl = self.ex.pool_decl(ref)
         return decl.preempt is not None
 
-    def _inside_hold(self, ref: ir.Ref, s, word: str, where: Where) -> None:
+    def _member_rules(self, s: ast.Hold, refs: List[ir.Ref], where: Where) -> None:
+        """0.1.3 refuses a hold whose member may differ between the moments
+        it is read: a preemptible pool's index that reads what moves (it is
+        read again at each re-admission), or an index reading an attribute
+        that the hold's body sets."""
+        names = {slot: "`%s`" % n for n, slot in self.scope.attr_slots.items()
+                 if n in ("cached", "computed")}
+        body_sets = None
+        for hp, ref in zip(s.pools, refs):
+            if ref.index is None or type(ref.index) is ir.Num:
+                continue
+            label = "`hold %s[…]`" % hp.ref.name
+            # its own pools, then the enclosing holds' (their re-admission
+            # runs this hold again)
+            preempter = None
+            for r, n in list(zip(refs, s.pools)) + [
+                    (r, None) for f in reversed(where.holds) for r in f.refs]:
+                if self._may_preempt(r):
+                    preempter = n.ref.name if n is not None else self.ex.pool_decl(r).name
+                    break
+            if preempter is not None and _moves(ref.index, True, names):
+                self.scope.defer(LinkError(
+                    "%s: `%s` may preempt it, and it is admitted anew and reads the index again, "
+                    "which reads the state, the clock, a draw, or the `cached` and `computed` that "
+                    "admission and preemption set" % (label, preempter), s.pools[0].ref.span,
+                    help="name the member in another attribute, set before the hold"))
+                continue
+            if body_sets is None:
+                body_sets = set()
+                _names_set(s.body, body_sets)
+            read = set()
+            _slots_read(ref.index, read)
+            candidates = sorted(n for n, slot in self.scope.attr_slots.items() if slot in read) \
+                if "*" in body_sets else sorted(body_sets)
+            for n in candidates:
+                if self.scope.attr_slots.get(n) in read:
+                    self.scope.defer(LinkError(
+                        "%s: its body changes `%s`, which the index reads, so the member read at "
+                        "admission, at a statement inside and after a preemption may differ"
+                        % (label, n), s.pools[0].ref.span,
+                        help="set the member's attribute before the hold"))
+                    break
+
+    def _stable_member(self, ref: ir.Ref, node, word: str, where: Where, at=None) -> None:
+        """A pool statement inside the hold it acts on: when the hold's
+        index reads what moves (the state, the clock, a draw), 0.1.3
+        refuses it, as the two reads may name different members."""
+        if ref.index is None or type(ref.index) is ir.Num:
+            return
+        for frame in reversed(where.holds):
+            if any(ref == r for r in frame.refs):
+                what = _moves(ref.index, False, {})
+                if what:
+                    self.scope.defer(LinkError(
+                        "`%s %s[…]`: the hold's index reads %s, which moves between admission "
+                        "and this statement, so the two may name different members"
+                        % (word, node.name, what), at or node.span,
+                        help="name the member in an attribute set before the hold"))
+                return
+
+    def _inside_hold(self, ref: ir.Ref, s, word: str, where: Where, stable=True) -> None:
         node = s.ref if hasattr(s, "ref") else s
+        if stable:
+            self._stable_member(ref, node, word, where)
         for frame in where.holds:
             if any(ref == r for r in frame.refs):
                 return
@@ -172,6 +235,8 @@ class BlockLinker:
                         % node.name))
 
     def _amount(self, e: ast.Expr, what: str, anchor) -> None:
+        if type(e) is ast.Draw:
+            return  # `~det(-1)` is a draw to 0.1.3: it fails when run, not here
         v = _const(e, self.scope.lets)
         if v is not None and (v != v or v < 0):
             self.scope.defer(LinkError("%s: an amount of units, tokens or seconds is a number, and "
@@ -201,7 +266,8 @@ class BlockLinker:
             if not is_step or len(refs) > 1:
                 self.scope.defer(LinkError("`growing` needs a step stage", s.stages[0].span))
             growing = self.ex.ref(s.growing, "p", m)
-            self._inside_hold(growing, s.growing, "growing", where)
+            self._stable_member(growing, s.growing, "growing", where, at=s.stages[0].span)
+            self._inside_hold(growing, s.growing, "growing", where, stable=False)
         work = self.ex.expr(s.work, m)
         self._amount(s.work, "`run %s`" % name, s.stages[0].span)
         if _const(s.work, self.scope.lets) == float("inf"):
@@ -229,6 +295,7 @@ class BlockLinker:
                     self.scope.defer(LinkError("a hold takes `%s` twice; hold it once, with the units (and "
                                     "any reserve) added" % hp.ref.name, s.pools[0].ref.span))
             refs.append(ref)
+        self._member_rules(s, refs, where)
         admit_stage = self._admit_stage(refs[0])
         anchor = s.pools[0].ref.span
         am = moment("Admit", "a hold's header", stage=admit_stage, anchor=anchor)
@@ -277,31 +344,49 @@ class BlockLinker:
         return self.scope.admit_stage.get(decl.name)
 
     def _fit(self, hp: ast.HoldPool, ref: ir.Ref) -> None:
+        # Each constant part of the demand (the units, the reserve) is
+        # checked alone, as 0.1.3 does: `hold p (prompt) reserve (4)` with
+        # cap 3 can never fit whatever the prompt.
         units = _const(hp.units, self.scope.lets)
         reserve = _const(hp.reserve, self.scope.lets) if hp.reserve is not None else None
-        if units is None or (hp.reserve is not None and reserve is None):
+        parts = [x for x in (units, reserve) if x is not None]
+        if not parts:
             return
-        need = units if reserve is None else max(units, reserve)
+        need = max(parts)
+        if units is not None:
+            label = "`hold %s (%s)`" % (hp.ref.name, _fmt(units))
+        else:  # only the reserve is known
+            label = "`hold %s … reserve (%s)`" % (hp.ref.name, _fmt(reserve))
         caps = self.scope_pool_caps(ref)
+        if any(block == float("inf") for _, block, _ in caps):
+            return  # `block inf` is refused at the pool
         fits = False
         for cap, block, wm in caps:
-            rounded = need if not block else -(-need // block) * block
+            rounded = need if not block or need == float("inf") else -(-need // block) * block
             if rounded + wm <= cap + 1e-9:
                 fits = True
+        if fits and need == float("inf"):
+            # only a pool of cap inf holds it: 0.1.3 admits one such hold,
+            # and its pool's `used` is NaN once it is given back
+            self.scope.defer(LinkError(
+                "%s: a hold of infinite units would take a whole pool of cap inf, and leave its "
+                "`used` undefined (inf - inf) when given back" % label, hp.span,
+                help="hold a finite number of units"))
+            return
         if not fits:
             cap, block, wm = caps[0]
-            rounded = need if not block else -(-need // block) * block
+            rounded = need if not block or need == float("inf") else -(-need // block) * block
             if wm and rounded <= cap + 1e-9:
                 # serq's watermark: it fits the cap, not what admissions may use
                 self.scope.defer(LinkError(
-                    "`hold %s (%s)` can never be admitted: it needs %s unit(s) (%s in whole "
+                    "%s can never be admitted: it needs %s unit(s) (%s in whole "
                     "blocks) and admissions leave the pool's watermark %s of its %s free" % (
-                        hp.ref.name, _fmt(units), _fmt(need), _fmt(rounded), _fmt(wm), _fmt(cap)),
+                        label, _fmt(need), _fmt(rounded), _fmt(wm), _fmt(cap)),
                     hp.span, help="lower the pool's `watermark` or the request"))
                 return
-            self.scope.defer(LinkError("`hold %s (%s)` can never fit: it needs %s unit(s) (%s in whole "
+            self.scope.defer(LinkError("%s can never fit: it needs %s unit(s) (%s in whole "
                             "blocks) and the pool holds %s" % (
-                                hp.ref.name, _fmt(units), _fmt(need), _fmt(rounded), _fmt(cap)),
+                                label, _fmt(need), _fmt(rounded), _fmt(cap)),
                             hp.span, help="raise the pool's `cap` or lower the request"))
 
     def scope_pool_caps(self, ref: ir.Ref):
@@ -398,3 +483,72 @@ def reads_state(e) -> Optional[str]:
             if r:
                 return r
     return None
+
+
+def _moves(e, admission: bool, names) -> Optional[str]:
+    """What an IR index expression reads that may change between a hold's
+    admission and a statement inside it (0.1.3's member rules): a pool or
+    stage query, the clock, a draw; with ``admission``, also the `cached`
+    and `computed` that admission and preemption set (``names``: their
+    slots)."""
+    t = type(e)
+    if t is ir.Sample:
+        return "a draw"
+    if t is ir.Ctx:
+        return "the clock" if e.var == "Now" else None
+    if t is ir.Attr:
+        return names.get(e.slot) if admission else None
+    if t is ir.Call:
+        for a in e.args:
+            if type(a) is not ir.ArgExpr:
+                return "the state"
+        for a in e.args:
+            r = _moves(a.expr, admission, names)
+            if r:
+                return r
+        return None
+    if t is ir.Unary:
+        return _moves(e.operand, admission, names)
+    if t is ir.Binary:
+        return _moves(e.left, admission, names) or _moves(e.right, admission, names)
+    if t is ir.Cond:
+        return (_moves(e.test, admission, names) or _moves(e.then, admission, names)
+                or _moves(e.other, admission, names))
+    return None
+
+
+def _slots_read(e, out) -> None:
+    t = type(e)
+    if t is ir.Attr:
+        out.add(e.slot)
+    elif t is ir.Call:
+        for a in e.args:
+            if type(a) is ir.ArgExpr:
+                _slots_read(a.expr, out)
+    elif t is ir.Unary:
+        _slots_read(e.operand, out)
+    elif t is ir.Binary:
+        _slots_read(e.left, out)
+        _slots_read(e.right, out)
+    elif t is ir.Cond:
+        _slots_read(e.test, out)
+        _slots_read(e.then, out)
+        _slots_read(e.other, out)
+
+
+def _names_set(stmts, out) -> None:
+    """The attributes a block (and every block inside it) sets; `turn` sets
+    them all ("*"), `choose` its variable."""
+    for st in stmts:
+        t = type(st)
+        if t is ast.Set:
+            out.add(st.name)
+        elif t is ast.Turn:
+            out.add("*")  # a turn changes every attribute, to 0.1.3 (`serial` too)
+        elif t is ast.Choose:
+            out.add(st.var)
+        elif t is ast.Branch:
+            _names_set(st.then, out)
+            _names_set(st.other, out)
+        elif t in (ast.Loop, ast.Hold):  # a fork leg's sets are its own
+            _names_set(st.body, out)

@@ -204,6 +204,9 @@ class Simulator(PoolSim):
         self.stages = [self._make_stage(i, st) for i, st in enumerate(prog.stages)]
         self.make_pools(prog)
         self.steps = [st for st in self.stages if st.kind == "step"]
+        # a step stage's admissions may start ps jobs: then the declaration
+        # order of the settle's stage loop matters (reschedule_changed)
+        self.steps_and_ps = bool(self.steps) and any(st.kind == "ps" for st in self.stages)
         self.idle_steps = set(self.steps)  # the step stages with no running iteration
         for p in self.pools:
             if p.decl.admit_via is not None:
@@ -460,6 +463,8 @@ class Simulator(PoolSim):
         except (StopIteration, EndSession):
             self.finish(s)
         except Rejected:
+            if s.leg_of is None:
+                s.legs_live = 0  # its legs go on as orphans (0.1.3)
             self.finish(s)
             s.alive = False
             if s.leg_of is not None and s.leg_of.alive:
@@ -555,6 +560,8 @@ class Simulator(PoolSim):
                 except EndSession:
                     pass
                 except Rejected:
+                    if s.leg_of is None:
+                        s.legs_live = 0  # its legs go on as orphans (0.1.3)
                     self.finish(s)
                     s.alive = False
                     if s.leg_of is not None and s.leg_of.alive:
@@ -568,7 +575,7 @@ class Simulator(PoolSim):
                 self.pool_pass()
             if not ready:
                 break
-        if self.changed:
+        if self.changed or (self.steps_and_ps and (not self.heap or self.heap[0][0] > self.now)):
             self.reschedule_changed()
         elif self.steps and (not self.heap or self.heap[0][0] > self.now):
             # The same with no ps stage to reschedule: the step stages only,
@@ -613,6 +620,62 @@ class Simulator(PoolSim):
         if self.check_touched:
             self.check_untouched()
 
+    def check_wait_cycles(self):
+        """At the end of the run, 0.1.3 refuses a hold-and-wait cycle that a
+        `join` is part of: a session waits at its `join` for legs that each
+        wait in a pool whose units are held (by holds, or by leases that
+        never expire) only by sessions and legs that wait too.  Found as the
+        largest set of waiters where each stays blocked: a session at a
+        join while all its legs are; a waiter in a pool while the pool has
+        holders, all of them blocked, and no lease that expires."""
+        entities = []
+        for root in self.roots.values():
+            entities.append(root)
+            entities.extend(root.legs)
+        if not any(e.joining for e in entities):
+            return
+        holders = {}  # pool -> entities holding units of it
+        expiring = set()  # pools with a lease that expires
+        for e in entities:
+            for run in e.holds:
+                for i, p in enumerate(run.pools):
+                    if not run.done[i] and run.alloc[i] > 0.0:
+                        holders.setdefault(p, set()).add(e)
+            for lease in e.leases:
+                if lease.ended:
+                    continue
+                if lease.expires is not None and lease.expires != float("inf"):
+                    expiring.add(lease.pool)
+                else:
+                    holders.setdefault(lease.pool, set()).add(e)
+        blocked = {e for e in entities if e.joining or e.waiting_in is not None}
+        changed = True
+        while changed:
+            changed = False
+            for e in list(blocked):
+                if e.joining:
+                    stays = all(l in blocked for l in e.legs)
+                else:
+                    p = e.waiting_in
+                    hs = holders.get(p)
+                    stays = bool(hs) and p not in expiring and all(h in blocked for h in hs)
+                if not stays:
+                    blocked.discard(e)
+                    changed = True
+        if not any(e.joining for e in blocked):
+            return
+        parts = []
+        for e in entities:
+            if e in blocked:
+                who = "session %d" % e.serial if e.leg_of is None else \
+                    "a leg of session %d" % e.serial
+                where = "a `join`" if e.joining else "`%s`" % self.pool_label(e.waiting_in)
+                parts.append("%s waits at %s" % (who, where))
+        raise RunError("the run ends with sessions that wait for each other: %s. A leg waits for "
+                       "memory that a lease holds until its session's copy, and the session waits "
+                       "for the leg inside a hold another leg needs: a hold-and-wait cycle, which "
+                       "a finite `lease` (the prefiller's lease expiry) breaks" % "; ".join(parts))
+
     #: Tests set this to check, after every settle, that no stage or pool
     #: changed without adding itself to ``touched`` (its record skipped),
     #: and that every pool with work is in ``pool_watch``.
@@ -643,8 +706,14 @@ class Simulator(PoolSim):
             if st.kind == "step":
                 if quiet and st.running is None and st.pending():
                     st.attempt()
-            elif st in changed:
+            elif st in changed or (self.changed and st in self.changed):
+                # (a step stage's attempt above may have changed it: its
+                # admissions run sessions, which start jobs)
+                if st in self.changed:
+                    self.changed = [c for c in self.changed if c is not st]
                 st.reschedule()
+        # A ps stage declared before a step stage whose admissions changed it
+        # waits in ``changed`` for the next settle, as in 0.1.3.
 
     def lean(self):
         """Whether the run can take ``run_lean``: no pools, step stages,
@@ -817,6 +886,8 @@ class Simulator(PoolSim):
         if self.partial is not None:
             end = self.now
             limit = None  # a stopped run is not checked for its arrivals
+        if self.partial is None and self.pools:
+            self.check_wait_cycles()
         if limit is not None:
             if self.arrived < limit:
                 raise RunError("run: horizon %s reached before requested arrivals: got %d, "

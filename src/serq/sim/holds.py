@@ -217,27 +217,35 @@ class HoldOps(object):
     # ----------------------------------------------------- pool statements
 
     def innermost(self, s, member, op, what):
+        """The innermost hold of ``s`` still holding pool ``member``.  None
+        for a `release` (which then ends a lease); for `grow`, `load` and
+        `growing` a run-time error, as in 0.1.3: the statement stands inside
+        a hold of the pool, but a `release` gave that hold's units back."""
         for run in reversed(s.holds):
             for i, p in enumerate(run.pools):
                 if p.index == member and not run.done[i]:
                     return run, i
-        return None, None
+        if what == "release":
+            return None, None
+        name = self.sim.pool_label(self.sim.pools[member])
+        msg = {"grow": "grow outside a hold of pool `%s`",
+               "load": "`load %s` outside a hold of `%%s`",
+               "growing": "`growing %s` outside a hold of it"}[what] % name
+        if what == "load":
+            msg = msg % name
+        raise self.sim.error(s, op[-1], msg + " (a `release` gave it back)")
 
     def run_grow(self, s, op):
         sim = self.sim
         member = op[1](s)
         d = self.amount(s, op[2](s), op)
         run, i = self.innermost(s, member, op, "grow")
-        if run is None:
-            return
         yield from sim.grow(s, run, i, d, op)
 
     def run_load(self, s, op):
         member = op[1](s)
         n = self.amount(s, op[2](s), op)
         run, i = self.innermost(s, member, op, "load")
-        if run is None:
-            return
         if run.pos[i] + n > run.alloc[i] + EPS:
             raise self.sim.error(s, op[-1], "`load`: the hold has %s allocated and %s computed; "
                                  "a load must fit the allocation (grow first)"

@@ -149,11 +149,12 @@ class Interpreter(HoldOps):
         a step stage's prefill or decode."""
         sim = self.sim
         if op[0] == RUN:
+            # the member first, then the work (0.1.3's order of draws)
+            stage = sim.stages[op[1](s)]
             work = op[2](s)
             if work != work or work < -1e-9:
                 raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
                                 "or seconds" % fmt(work))
-            stage = sim.stages[op[1](s)]
             if op[3]:
                 stages = [stage] + [sim.stages[m(s)] for m in op[3]]
                 if len(set(stages)) < len(stages):
@@ -169,6 +170,7 @@ class Interpreter(HoldOps):
                 stage.submit(s, work)
                 yield WAIT
         else:  # STEPRUN
+            stage = sim.stages[op[1](s)]  # the member first, as for a plain run
             work = op[2](s)
             if work != work or work < -1e-9:
                 raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
@@ -178,9 +180,8 @@ class Interpreter(HoldOps):
             else:
                 grow = None
                 if op[4] is not None:
-                    run, i = self.innermost(s, op[4](s), op, "growing")
-                    grow = (run, i) if run is not None else None
-                sim.stages[op[1](s)].submit_step(s, op[3], work, grow)
+                    grow = self.innermost(s, op[4](s), op, "growing")
+                stage.submit_step(s, op[3], work, grow)
                 yield WAIT
 
     def choose(self, s, op):

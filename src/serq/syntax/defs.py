@@ -109,7 +109,8 @@ class DefsMixin:
                     if t.text in "([{":
                         stack.append(t.text)
                     elif t.text in ")]}":
-                        if not stack or "([{"[")]}".index(t.text)] != stack[-1]:
+                        # counted, not matched by kind, as in 0.1.3
+                        if not stack:
                             raise self.error("unmatched `%s`" % t.text, t)
                         stack.pop()
                     elif t.text == ";" and not stack:
@@ -126,11 +127,17 @@ class DefsMixin:
                 t = self.peek()
                 if t.kind == EOF:
                     raise self.error("`def %s` is not closed" % n, name, help="close the body with `}`")
-                if t.kind == PUNCT and t.text == "{":
+                # 0.1.3 counts brackets of every kind (not matching kinds):
+                # the closer that brings the count to 0 ends the body if it
+                # is `}`, and is unmatched otherwise, an error here, before
+                # anything after
+                if t.kind == PUNCT and t.text in "([{":
                     stack.append(t.text)
-                elif t.kind == PUNCT and t.text == "}":
+                elif t.kind == PUNCT and t.text in ")]}":
                     stack.pop()
                     if not stack:
+                        if t.text != "}":
+                            raise self.error("unmatched `%s`" % t.text, t)
                         self.next()
                         break
                 body.append(self.next())

@@ -297,6 +297,15 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
                              help="keep one `%s` (the first is at %d:%d)" % (key, first.line, first.col))
         seen[key] = tok
 
+    def parse_bare_ref(self, what: str, follow: str) -> ast.Name:
+        """A pool option's pool or stage (`admit via S`, `spill T via S`):
+        a name, never a member (`S[0]`): 0.1.3's grammar has no index
+        there, so the `[` is where it expects ``follow``."""
+        if self.peek().kind == IDENT and self.peek(1).text == "[" and self.peek(1).kind == PUNCT:
+            self.next()
+            self.expect(follow, help="a pool option names a whole pool or stage, not a member")
+        return self.parse_ref(what)
+
     def parse_pool(self) -> ast.PoolDecl:
         self.next()
         name = self.expect_ident("a pool name")
@@ -347,11 +356,11 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
                     decl.first_fit = self.parse_first_fit()
             elif w == "admit":
                 self.expect("via")
-                decl.admit_via = self.parse_ref("a stage name")
+                decl.admit_via = self.parse_bare_ref("a stage name", ";")
             elif w == "spill":
-                to = self.parse_ref("a pool name")
+                to = self.parse_bare_ref("a pool name", "via")
                 self.expect("via")
-                via = self.parse_ref("a stage name")
+                via = self.parse_bare_ref("a stage name", "(")
                 work = self.paren_expr()
                 self.expect("when")
                 when = self.paren_expr()
