@@ -36,7 +36,7 @@ class Rejected(Exception):
 class HoldRun(object):
     """One execution of a hold statement by one session (or leg)."""
     __slots__ = ("session", "op", "pools", "alloc", "pos", "grown", "done", "reserve",
-                 "resumed", "waiting")
+                 "resumed", "waiting", "lease_ok")
 
     def __init__(self, session, op, pools):
         self.session = session
@@ -50,6 +50,7 @@ class HoldRun(object):
         self.reserve = [0.0] * n  # reservation not yet allocated (reserve held)
         self.resumed = False
         self.waiting = None
+        self.lease_ok = True  # the lease (if any) names the member held
 
 
 class Lease(object):
@@ -105,7 +106,12 @@ class HoldOps(object):
         lease = None
         if st.lease is not None:
             refs = [hp.ref for hp in st.pools]
-            lease = (refs.index(st.lease[0]), c.expr(st.lease[1]))
+            # 0.1.3 reads the lease's member again, after the hold's members
+            # (a drawn index draws again): the units stay as a lease when the
+            # hold ends only if it names the member the hold took.
+            lref = st.lease[0]
+            lease = (refs.index(lref), c.expr(st.lease[1]),
+                     None if lref.index is None else c.member(lref))
         return (self.HOLD, pools, None if st.reuse is None else c.expr(st.reuse), st.body,
                 None if st.cache is None else c.expr(st.cache), lease, loc)
 
@@ -126,6 +132,9 @@ class HoldOps(object):
                                 "takes each pool once" % sim.pool_label(p))
             seen.add(p.index)
         run = HoldRun(s, op, pools)
+        lease = op[5]
+        if lease is not None and lease[2] is not None:
+            run.lease_ok = lease[2](s) == pools[lease[0]].index
         self.reject_if_never_fits(s, op, run)
         while True:
             run.waiting = sim.enqueue(pools[0], run, front=run.resumed)
@@ -172,10 +181,11 @@ class HoldOps(object):
         op = run.op
         sim = self.sim
         lease = op[5]
+        li = lease[0] if lease is not None and run.lease_ok else -1
         for i, p in enumerate(run.pools):
             if run.done[i]:
                 continue
-            if lease is not None and lease[0] == i:
+            if i == li:
                 run.done[i] = True
                 p.reserved -= run.reserve[i]  # the hold's scope ends: so does its reservation
                 sim.touched.add(p)
