@@ -277,6 +277,7 @@ class Ps(Stage):
         self.v_time = 0.0
         self.rate = 0.0  # virtual-time speed φ(n)/n
         self.epoch = 0
+        self.next = None  # the entry whose finish is scheduled
         self.changed = False
         self.ctx = PsContext(sim)
 
@@ -324,7 +325,8 @@ class Ps(Stage):
         self.rate = phi / n if phi == phi and phi > 0.0 else 0.0
         if self.rate <= 0.0:
             return
-        tag = self.tags[0][0]
+        self.next = self.tags[0]
+        tag = self.next[0]
         self.sim.schedule(now + max(0.0, tag - self.v) / self.rate, self.finish, self.epoch)
 
     def finish(self, epoch):
@@ -332,7 +334,20 @@ class Ps(Stage):
             return  # stale: the job set changed since this was scheduled
         now = self.sim.now
         self._advance(now)
-        tag, _, job = heapq.heappop(self.tags)
+        # The job this finish was scheduled for, as 0.1.3 does: a job that
+        # came in since without a reschedule (a ps stage declared before a
+        # step stage whose admission started it) may have a smaller tag by
+        # now; it finishes after, in its own event.
+        tags = self.tags
+        entry = self.next
+        if tags[0] is entry:
+            heapq.heappop(tags)
+        elif entry in tags:
+            tags.remove(entry)
+            heapq.heapify(tags)
+        else:
+            entry = heapq.heappop(tags)
+        tag, _, job = entry
         self.v = max(self.v, tag)
         self.changed = True
         self.sim.mark_changed(self)
