@@ -453,6 +453,9 @@ class PoolSim(object):
                 return "stalled"
             vs, vrun = victim
             self.preempt(p, vs, vrun, current=None)
+            # The stage whose resident's growth preempted admits no more in
+            # this plan, whether or not the pool is its memory (0.1.3).
+            stage.preempted_now = True
             if vs is s or job.gone:
                 return "self"
         return "ok"
