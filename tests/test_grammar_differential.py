@@ -62,6 +62,13 @@ WAIT_CASES = [  # (sessions, body, a cycle 0.1.3 reports at the end)
     (2, "session { branch (serial == 0) { fork { hold kv (4) { run d (1); } lease kv (inf) "
         "hold kv (1) { run d (1); } } join; } else { run d (3); fork { hold kv (1) { run d (1); } } "
         "join; } }", True),
+    # A session waits on itself (nested holds of kv) at the queue's head; a
+    # leg waits behind it: blocked if its hold does not fit now, not blocked
+    # (no error) if it would fit but for the head (pool seed 2013).
+    (2, "session { branch (serial == 0) { hold kv (3) { run d (1); hold kv (3) { run d (1); } } } "
+        "else { run d (2); fork { hold kv (2) { run d (1); } } join; } }", True),
+    (2, "session { branch (serial == 0) { hold kv (3) { run d (1); hold kv (3) { run d (1); } } } "
+        "else { run d (2); fork { hold kv (1) { run d (1); } } join; } }", False),
 ]
 
 

@@ -627,7 +627,8 @@ class Simulator(PoolSim):
         never expire) only by sessions and legs that wait too.  Found as the
         largest set of waiters where each stays blocked: a session at a
         join while all its legs are; a waiter in a pool while the pool has
-        holders, all of them blocked, and no lease that expires."""
+        holders, all of them blocked, and no lease that expires, and its hold
+        does not fit now (behind a head that does not, it is not blocked)."""
         entities = []
         for root in self.roots.values():
             entities.append(root)
@@ -649,6 +650,19 @@ class Simulator(PoolSim):
                 else:
                     holders.setdefault(lease.pool, set()).add(e)
         blocked = {e for e in entities if e.joining or e.waiting_in is not None}
+        # A waiter whose hold would fit now (queued behind a head that does
+        # not) is not blocked to 0.1.3 (a look: the machine stream stays).
+        rng = self.machine_rng
+        at = rng.position()
+        try:
+            for e in list(blocked):
+                if e.waiting_in is not None:
+                    for w in e.waiting_in.queue:
+                        if w.run.session is e and self.fits(w.run):
+                            blocked.discard(e)
+                            break
+        finally:
+            rng.rewind(at)
         changed = True
         while changed:
             changed = False
