@@ -207,7 +207,6 @@ class Simulator(PoolSim):
         # a step stage's admissions may start ps jobs: then the declaration
         # order of the settle's stage loop matters (reschedule_changed)
         self.steps_and_ps = bool(self.steps) and any(st.kind == "ps" for st in self.stages)
-        self.idle_steps = set(self.steps)  # the step stages with no running iteration
         for p in self.pools:
             if p.decl.admit_via is not None:
                 self.stages[p.decl.admit_via].admits.append(p)
@@ -578,19 +577,10 @@ class Simulator(PoolSim):
         if self.changed or (self.steps_and_ps and (not self.heap or self.heap[0][0] > self.now)):
             self.reschedule_changed()
         elif self.steps and (not self.heap or self.heap[0][0] > self.now):
-            # The same with no ps stage to reschedule: the step stages only,
-            # those without a running iteration (an attempt starts none
-            # elsewhere, so the set read first stays right).
-            idle = self.idle_steps
-            if len(idle) == 1:
-                for st in idle:
-                    break
-                if st.pending():
+            # The same with no ps stage to reschedule: the step stages only.
+            for st in self.steps:
+                if st.running is None and st.pending():
                     st.attempt()
-            elif idle:
-                for st in self.steps:
-                    if st.running is None and st.pending():
-                        st.attempt()
         if self.flows_dirty:
             self.flows_dirty = False
             self.flows.recompute()

@@ -624,7 +624,6 @@ class Step(Stage):
         self.served_total += ntok
         self.iterations += 1
         self.running = assigned
-        sim.idle_steps.discard(self)
         self.iter_start = sim.now
         self.running_kind = (npre > 0, ndec > 0)
         self.running_decodes = ndec
@@ -687,7 +686,6 @@ class Step(Stage):
         self.account(now)
         assigned = self.running or []
         self.running = None
-        sim.idle_steps.add(self)
         warm = sim.warm
         slot = sim.turn_slot
         itl = self.stats.itl
