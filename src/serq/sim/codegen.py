@@ -26,6 +26,18 @@ from .stages import Fifo
 #: the nesting of statically nested blocks and of indentation).
 INLINE_DEPTH = 6
 
+#: Statements written as one call of the interpreter's (or simulator's)
+#: code; any other run goes through ``run_op``.
+_CALLS = {
+    ir.Turn: "_sim.turn(s)",
+    ir.Choose: "_interp.choose(s, op)",
+    ir.Load: "_interp.run_load(s, op)",
+    ir.Release: "_interp.run_release(s, op)",
+    ir.Drop: "_interp.run_drop(s, op)",
+    ir.Hold: "yield from _interp.run_hold(s, op)",
+    ir.Grow: "yield from _interp.run_grow(s, op)",
+}
+
 _CMP = {"Lt": "<", "Le": "<=", "Gt": ">", "Ge": ">=", "Eq": "==", "Ne": "!="}
 _ARITH = {"Add": "+", "Sub": "-", "Mul": "*"}
 
@@ -227,28 +239,14 @@ class BlockWriter(ExprWriter):
             w(ind + "    raise _err(s, op[-1], 'the session ends while %d forked leg(s) run; "
               "write `join;` before the end' % s.legs_live)")
             w(ind + "raise _EndSession()")
-        elif t is ir.Turn:
-            w(ind + "_sim.turn(s)")
         elif t is ir.Fork:
             w(ind + "_sim.fork(s, %d)" % st.body)
         elif t is ir.Join:
             w(ind + "if s.legs_live:")
             w(ind + "    s.joining = True")
             w(ind + "    yield 0")
-        elif t is ir.Choose:
-            w(ind + "_interp.choose(s, op)")
-        elif t is ir.Load:
-            w(ind + "_interp.run_load(s, op)")
-        elif t is ir.Release:
-            w(ind + "_interp.run_release(s, op)")
-        elif t is ir.Drop:
-            w(ind + "_interp.run_drop(s, op)")
-        elif t is ir.Hold:
-            w(ind + "yield from _interp.run_hold(s, op)")
-        elif t is ir.Grow:
-            w(ind + "yield from _interp.run_grow(s, op)")
-        else:  # the other runs: the interpreter's code
-            w(ind + "yield from _interp.run_op(s, op)")
+        else:  # a call of the simulator's or interpreter's own code
+            w(ind + _CALLS.get(t, "yield from _interp.run_op(s, op)"))
 
     def observe(self, st, w, ind):
         o = self.sim.observations[st.obs]

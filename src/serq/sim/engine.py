@@ -167,13 +167,7 @@ class _Untracked(object):
         pass
 
     def __bool__(self):
-        return False
-
-    def __iter__(self):
-        return iter(())
-
-    def clear(self):
-        pass
+        return False  # (so settle never reads it)
 
 
 UNTRACKED = _Untracked()
@@ -669,18 +663,14 @@ class Simulator(PoolSim):
                     holders.setdefault(lease.pool, set()).add(e)
         blocked = {e for e in entities if e.joining or e.waiting_in is not None}
         # A waiter whose hold would fit now (queued behind a head that does
-        # not) is not blocked to 0.1.3 (a look: the machine stream stays).
-        rng = self.machine_rng
-        at = rng.position()
-        try:
+        # not) is not blocked to 0.1.3.
+        with self.looking():
             for e in list(blocked):
                 if e.waiting_in is not None:
                     for w in e.waiting_in.queue:
                         if w.run.session is e and self.fits(w.run):
                             blocked.discard(e)
                             break
-        finally:
-            rng.rewind(at)
         changed = True
         while changed:
             changed = False

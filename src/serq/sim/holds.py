@@ -238,11 +238,9 @@ class HoldOps(object):
         if what == "release":
             return None, None
         name = self.sim.pool_label(self.sim.pools[member])
-        msg = {"grow": "grow outside a hold of pool `%s`",
-               "load": "`load %s` outside a hold of `%%s`",
-               "growing": "`growing %s` outside a hold of it"}[what] % name
-        if what == "load":
-            msg = msg % name
+        msg = {"grow": "grow outside a hold of pool `{0}`",
+               "load": "`load {0}` outside a hold of `{0}`",
+               "growing": "`growing {0}` outside a hold of it"}[what].format(name)
         raise self.sim.error(s, op[-1], msg + " (a `release` gave it back)")
 
     def run_grow(self, s, op):

@@ -2,6 +2,8 @@
 admission at every settle, growth and preemption, leases, the end of a
 session's holds, and the pool queries.
 """
+from contextlib import contextmanager
+
 from ..errors import RunError
 from .exprs import fmt
 from .holds import Lease, Preempted
@@ -155,12 +157,17 @@ class PoolSim(object):
         if pool.blocked_key == key:
             return pool.blocked
         pool.blocked_key = key
-        # Only a look: a header's `budget_left(S)` may draw S's budget, and
-        # the machine stream must not move for it (0.1.3 has no such scan).
+        with self.looking():  # (0.1.3 has no such scan)
+            return any(w is not head and self.fits(w.run) for w in pool.queue)
+
+    @contextmanager
+    def looking(self):
+        """Headers read only to look (does a hold fit?): a `budget_left(S)`
+        may draw S's budget, and the machine stream must not move for it."""
         rng = self.machine_rng
         at = rng.position()
         try:
-            return any(w is not head and self.fits(w.run) for w in pool.queue)
+            yield
         finally:
             rng.rewind(at)
 
