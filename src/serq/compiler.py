@@ -5,9 +5,9 @@
 the text it points into.
 """
 import os
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
-from .errors import LinkError, SerqError, Span, SyntaxError_, UsageError
+from .errors import LinkError, SerqError, SerqWarning, Span, SyntaxError_, UsageError
 from .ir import nodes as ir
 from .link import Overrides, link
 from .syntax import ast
@@ -60,7 +60,11 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
                     defs: Optional[Dict[str, str]] = None, seed: Optional[int] = None,
                     horizon: Optional[float] = None, warmup: Optional[float] = None,
                     arrivals: Optional[int] = None, trace: Optional[str] = None,
-                    strict: bool = False) -> ir.Program:
+                    strict: bool = False, warnings_as_errors: bool = False) -> ir.Program:
+    """Compile a program; its warnings are ``Program.warnings`` (each a
+    ``SerqWarning``, found once however often a definition is expanded).
+    With ``warnings_as_errors`` (``-W error``) the first warning is raised
+    as an error instead."""
     if (path is None) == (source is None):
         raise UsageError("compile takes exactly one of a path and a source")
     if path is not None:
@@ -85,6 +89,9 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
     ov = Overrides(sets=sets, seed=seed, horizon=horizon, warmup=warmup, arrivals=arrivals,
                    trace=trace)
     program = link(prog, ov, parse_expr=parse_expression)
+    program.warnings = _unique(prog.warnings)
+    if warnings_as_errors and program.warnings:
+        raise program.warnings[0].as_error()
     if path is not None and trace is None:
         program.trace_dir = os.path.dirname(path)
     if program.trace is not None:
@@ -92,6 +99,18 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
         # now, so a missing or malformed trace is refused before any run.
         read_trace(trace_path(program))
     return program
+
+
+def _unique(found: List[SerqWarning]) -> List[SerqWarning]:
+    """Each warning once (a definition's body is read at every use)."""
+    seen = set()
+    out = []
+    for w in found:
+        key = (str(w.span), w.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(w)
+    return out
 
 
 def trace_path(program: ir.Program) -> str:

@@ -11,7 +11,8 @@ compiler does::
 
 The hierarchy follows the pipeline: ``SyntaxError_`` (lexing and parsing,
 including sugar expansion), ``LinkError`` (names, constants, moments, IR
-validation) and ``RunError`` (raised by the simulator).  All derive from
+validation) and ``RunError`` (raised by the simulator).  ``SerqWarning`` has the same shape
+and renders as ``warning:``; it is collected, not raised.  All derive from
 ``SerqError``, which derives from ``ValueError`` so that callers written
 against pyserq (which raises ``ValueError``) keep working.
 """
@@ -56,12 +57,12 @@ class SerqError(ValueError):
     def render(self) -> str:
         lines = []
         if self.span is not None:
-            lines.append("%s: error: %s" % (self.span, self.message))
+            lines.append("%s: %s: %s" % (self.span, self.kind, self.message))
             excerpt = _excerpt(self.source, self.span)
             if excerpt:
                 lines.extend(excerpt)
         else:
-            lines.append("error: %s" % self.message)
+            lines.append("%s: %s" % (self.kind, self.message))
         for note in self.notes:
             lines.append("note: %s" % note)
         if self.help:
@@ -86,6 +87,30 @@ class RunError(SerqError):
 
 class UsageError(SerqError):
     """A command-line or API argument is wrong."""
+
+
+class SerqWarning(SerqError):
+    """A hazard in a program that serQ 0.1.3 compiles and runs as written: a
+    name shadowed, an option given twice, a setting that does nothing.  It is
+    never raised by the front end: the parser and the linker collect it
+    (``Program.warnings``) and the command line prints it on stderr.
+    ``-W error`` (``compile_program(..., warnings_as_errors=True)``) raises
+    ``as_error()`` instead."""
+
+    kind = "warning"
+
+    def __init__(self, message: str, span: Optional[Span] = None,
+                 help: Optional[str] = None, notes: Optional[List[str]] = None,
+                 source: Optional[str] = None, phase: str = "link"):
+        super().__init__(message, span, help, notes, source)
+        self.phase = phase
+
+    def as_error(self) -> SerqError:
+        """The same diagnostic as an error of its phase (`-W error`)."""
+        cls = SyntaxError_ if self.phase == "syntax" else LinkError
+        err = cls(self.message, self.span, self.help, self.notes, self.source)
+        err.notes.append("a warning, made an error by `-W error`")
+        return err
 
 
 def _excerpt(source: Optional[str], span: Span) -> List[str]:

@@ -401,6 +401,9 @@ class Program:
     # text ((block, index) -> Span) and that text, for run-time errors.
     spans: dict = field(default_factory=dict)
     source: Optional[str] = None
+    # Nor this: the compile's warnings (``errors.SerqWarning``), for the
+    # command line to print and the API to return.
+    warnings: list = field(default_factory=list)
 
 
 def walk(node):

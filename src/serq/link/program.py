@@ -363,14 +363,15 @@ class Linker:
                                           (sp.via, self.scope.stages, "stage")):
                     f = table.get(name.name)
                     if name.index is None and f is not None and f.array and f.count > 1:
-                        # 0.1.3 takes the first member silently
-                        raise LinkError(ctx + "`spill %s via %s`: `%s` is an array of %d %ss, and "
-                                        "a spill names one %s" % (sp.to.name, sp.via.name, name.name,
-                                                                  f.count, word, word),
-                                        name.span, help="spill through a %s declared alone (a spill "
-                                        "cannot name a member `%s[i]`)" % (word, name.name))
-                to = self.ex.ref(sp.to, "p", moment("Const", "a spill tier"))
-                via = self.ex.ref(sp.via, "s", moment("Const", "a spill link"))
+                        # 0.1.3 takes the first member, as serq does
+                        self.scope.warn(ctx + "`spill %s via %s`: `%s` is an array of %d %ss, and "
+                                        "the spill uses its first member, `%s[0]`, alone"
+                                        % (sp.to.name, sp.via.name, name.name, f.count, word,
+                                           name.name), name.span,
+                                        help="spill through a %s declared alone (a spill cannot "
+                                        "name a member `%s[i]`)" % (word, name.name))
+                to = self.ex.ref(sp.to, "p", moment("Const", "a spill tier"), family_ok=True)
+                via = self.ex.ref(sp.via, "s", moment("Const", "a spill link"), family_ok=True)
                 em = moment("Evict", "a spill clause", context=ctx)
                 if to.base == self.scope.pools[d.name].base and to.count == \
                         self.scope.pools[d.name].count:
@@ -410,8 +411,12 @@ class Linker:
                 kind = ir.Ps(self.ex.expr(d.capacity, moment(
                     "Ps", "a ps stage's capacity", context=ctx, stage=member)))
                 if i == 0:
-                    self._positive(d.capacity, ctx + "`ps(%s)`: a ps stage without a positive "
-                                   "capacity never finishes its jobs", strict=True)
+                    self._positive(d.capacity, ctx + "`ps(%s)`: a negative capacity makes the "
+                                   "work left grow, more than was ever given", strict=False)
+                    if self._const_is(d.capacity, 0.0):
+                        self.scope.warn(ctx + "`ps(0)` serves nothing: every job run on it waits "
+                                        "for ever (the stage reads as busy)", d.capacity.span,
+                                        help="give the stage a capacity above 0")
             elif d.kind == "delay":
                 kind = ir.Delay()
             else:
@@ -434,9 +439,18 @@ class Linker:
             self._positive(o.cost, ctx + "`cost %s`: an iteration costs time, above 0",
                            strict=True)
             if o.chunk is not None:
-                self._positive(o.chunk, ctx + "`chunk %s`: a chunk is a number of tokens, "
-                               "not negative",
-                               strict=False)
+                try:
+                    c = consts.fold(o.chunk, self.scope.lets)
+                except (consts.NotConstant, LinkError):
+                    c = None
+                if c is not None and c < 0:
+                    # 0.1.3 runs it as `chunk 0`
+                    self.scope.warn(ctx + "`chunk %s` is negative, and so no limit, as `chunk 0` "
+                                    "is" % _fmt(c), o.chunk.span,
+                                    help="write `chunk 0` for no limit, or a positive chunk")
+                elif c is not None and c != c:
+                    self.scope.defer(LinkError(ctx + "`chunk nan`: a chunk is a number of tokens",
+                                               o.chunk.span))
         granule = None
         if o.granule is not None:
             g = _fold(o.granule, self.scope, ctx + "granule")
@@ -482,6 +496,12 @@ class Linker:
                 self.scope.defer(LinkError(ctx + "an `iteration` body with a path that neither serves nor "
                                 "admits", d.span, help="end every path with `serve` or `admit`"))
         return ir.Step(budget, cost, chunk, granule, serve, memory, iteration)
+
+    def _const_is(self, e: ast.Expr, value: float) -> bool:
+        try:
+            return consts.fold(e, self.scope.lets) == value
+        except (consts.NotConstant, LinkError):
+            return False
 
     def _positive(self, e: ast.Expr, msg: str, strict: bool) -> None:
         """Refuse a constant that is not above 0 (or, with ``strict`` off, below 0)."""
@@ -610,6 +630,7 @@ class Linker:
             share=share, gauges=gauges, claims=claims, registers=registers)
         program.spans = bl.spans
         program.source = self.prog.source
+        self.prog.warnings.extend(sc.warnings)
         return program
 
     def hidden(self) -> None:
@@ -651,10 +672,12 @@ class Linker:
                 generated.add(st.name)
             for name in bound:
                 if name in ir.BUILTIN_ATTRS or sets.get(name, 0) > (name in generated):
-                    self.scope.defer(LinkError(
-                        "`at admission (%s = …)`: `%s` is also a session attribute; a binding "
-                        "takes a fresh name" % (name, name), h.pools[0].ref.span,
-                        help="rename the binding"))
+                    # 0.1.3 substitutes the binding in the hold's header, so
+                    # there it shadows the attribute
+                    self.scope.warn(
+                        "`at admission (%s = …)`: `%s` is also a session attribute; in this "
+                        "hold's header `%s` is the binding, not the attribute" % (name, name, name),
+                        h.pools[0].ref.span, help="rename the binding")
 
     def _lint_stale_sets(self) -> None:
         stale: Dict[str, tuple] = {}

@@ -9,6 +9,8 @@ and which registers.  The tables follow section 2.6 of the feature map.
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, List, Optional
 
+from ..errors import SerqWarning
+
 # surface name -> IR context variable
 CTX_NAMES: Dict[str, str] = {
     "now": "Now", "waited": "Waited", "size": "Size", "age": "Age",
@@ -172,9 +174,14 @@ class Scope:
     # have resolved: the reference resolves every name before it validates.
     deferred: List[tuple] = field(default_factory=list)
     phase: int = 0
+    # Hazards serQ 0.1.3 links as written (``SerqWarning``s), in the order found.
+    warnings: list = field(default_factory=list)
 
     def defer(self, err) -> None:
         self.deferred.append((self.phase, len(self.deferred), err))
+
+    def warn(self, message: str, span, help: Optional[str] = None) -> None:
+        self.warnings.append(SerqWarning(message, span, help=help))
 
     def first_deferred(self):
         return min(self.deferred)[2] if self.deferred else None

@@ -234,10 +234,15 @@ class BlockLinker:
                         help="put it inside `hold %s (…) { … }`, naming the pool the same way"
                         % node.name))
 
-    def _amount(self, e: ast.Expr, what: str, anchor) -> None:
+    def _amount(self, e: ast.Expr, what: str, anchor, effect: Optional[str] = None) -> None:
         if type(e) is ast.Draw:
             return  # `~det(-1)` is a draw to 0.1.3: it fails when run, not here
         v = _const(e, self.scope.lets)
+        if effect is not None and v is not None and v < 0:
+            # 0.1.3 runs it: it acts as 0 would
+            self.scope.warn("%s: %s is negative, and %s" % (what, _fmt(v), effect), anchor,
+                            help="write 0, or a positive amount")
+            return
         if v is not None and (v != v or v < 0):
             self.scope.defer(LinkError("%s: an amount of units, tokens or seconds is a number, and "
                                        "not negative; this one is %s" % (what, _fmt(v)), anchor))
@@ -333,10 +338,11 @@ class BlockLinker:
         sm = self._m(where).replace(anchor=anchor)
         cache = None if s.cache is None else self.ex.expr(s.cache, sm)
         if s.cache is not None:
-            self._amount(s.cache, "`cache`", anchor)
+            self._amount(s.cache, "`cache`", anchor, "caches nothing")
         if s.lease is not None:
             lease = (lease_ref, self.ex.expr(s.lease.time, sm))
-            self._amount(s.lease.time, "`lease %s`" % s.lease.ref.name, anchor)
+            self._amount(s.lease.time, "`lease %s`" % s.lease.ref.name, anchor,
+                         "the lease ends as the hold does")
         return ir.Hold(pools, reuse, body, cache, lease)
 
     def _admit_stage(self, ref: ir.Ref) -> Optional[int]:
@@ -402,8 +408,9 @@ class BlockLinker:
         if type(t) is ast.Draw and t.dist == "bernoulli" and len(t.args) == 1:
             p = _const(t.args[0], self.scope.lets)
             if p is not None and not (0.0 <= p <= 1.0):
-                self.scope.defer(LinkError("`branch with (%s)`: a probability is between 0 and 1"
-                                           % _fmt(p), t.args[0].span))
+                self.scope.warn("`branch with (%s)`: a probability is between 0 and 1; this "
+                                "branch is %s taken" % (_fmt(p), "always" if p > 1 else "never"),
+                                t.args[0].span, help="write a probability from 0 to 1")
         v = _const(s.test, self.scope.lets)
         if v is not None and v not in (0.0, 1.0):
             if 0.0 < v < 1.0:

@@ -472,9 +472,11 @@ class PoolSim(object):
     def start_lease(self, s, run, i, t):
         lease = Lease(run.pools[i], run.alloc[i], run, s)
         s.leases.append(lease)
-        if t != t or t < 0:
+        if t != t:
             raise RunError("session %d, at t = %s: the lease time is %s, not a time"
                            % (s.serial, fmt(self.now), fmt(t)))
+        if t < 0:
+            t = 0.0  # 0.1.3 runs a negative lease as a lease of 0
         if t != float("inf"):
             lease.expires = self.now + t
             self.schedule(lease.expires, self.expire_lease, lease)

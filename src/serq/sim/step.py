@@ -85,7 +85,7 @@ class Plan(object):
             want = remaining if remaining < 1.0 else 1.0
         else:
             C = self.C
-            want = remaining if (C == 0 or remaining < C) else C
+            want = remaining if (C <= 0 or remaining < C) else C
         available = self.B if (exclusive and not decode) else self.left
         tokens = available if available < want else want
         if not decode and stage.granule is not None and tokens < remaining:
@@ -641,7 +641,7 @@ class Step(Stage):
             if j.decode:
                 total += min(1.0, j.remaining)
             else:
-                total += j.remaining if chunk == 0 else min(chunk, j.remaining)
+                total += j.remaining if chunk <= 0 else min(chunk, j.remaining)
         return total
 
     def budget_left(self):

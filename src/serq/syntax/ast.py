@@ -15,7 +15,7 @@ declaration's ``size`` is an ``int`` or ``None`` for a single member.
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple, Union
 
-from ..errors import Span
+from ..errors import SerqWarning, Span
 
 # ---------------------------------------------------------------- expressions
 
@@ -403,6 +403,9 @@ class Program:
     # serq's language extensions used, in source order: (what, where), for
     # ``serq check --strict``.
     extensions: List[Tuple[str, Span]] = field(default_factory=list)
+    # Hazards of a program serQ 0.1.3 runs as written (``SerqWarning``s), in
+    # the order found: the parser's, then the linker's.
+    warnings: List["SerqWarning"] = field(default_factory=list)
 
 
 def walk(stmts: List[Stmt]):

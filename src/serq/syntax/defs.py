@@ -4,7 +4,7 @@ as token lists and expanded where used, constants folded, and array sizes
 import os
 from typing import Dict, List, Optional
 
-from ..errors import Span, SyntaxError_
+from ..errors import SerqWarning, Span, SyntaxError_
 from . import ast
 from .expand import DefInfo, LANGUAGE_WORDS, RETIRED, STATE_FUNCS, fold_const
 from .lexer import EOF, IDENT, PUNCT, STRING, Token, tokenize
@@ -38,11 +38,15 @@ class DefsMixin:
         base = os.path.dirname(kw.file) if kw.file and not kw.file.startswith("<") else "."
         path = os.path.normpath(os.path.join(base, st.text))
         if path in self.reading:
+            # serQ 0.1.3 reads each file once: the `use` that closes a cycle
+            # reads nothing
             chain = self.reading[self.reading.index(path):] + [path]
-            raise self.error("`use \"%s\"` is a cycle: %s" % (st.text, " uses ".join(
-                os.path.basename(f) for f in chain)), kw,
-                help="a library cannot use a file that (directly or through others) "
-                     "uses it; move the shared definitions into a library of their own")
+            self.warn("`use \"%s\"` is a cycle (%s): it reads nothing, as the file is already "
+                      "being read" % (st.text, " uses ".join(os.path.basename(f) for f in chain)),
+                      kw, help="remove this `use`; a file whose definitions two files share "
+                               "belongs in a library of its own")
+            self.ntokens -= USE_TOKENS
+            return
         if path in self.libraries_read:
             self.ntokens -= USE_TOKENS
             return
@@ -88,8 +92,13 @@ class DefsMixin:
                 if p.text in LANGUAGE_WORDS or p.text in RETIRED:
                     raise self.error("`%s` is a word of the language" % p.text, p)
                 if p.text in self.program_names:
-                    raise self.error("`%s` is a parameter, and is also a %s"
-                                     % (p.text, self.program_names[p.text]), p)
+                    # as in serQ 0.1.3, the parameter shadows the program's
+                    # name in the body
+                    self.warn("parameter `%s` of `%s` shadows the %s `%s`: in the body, `%s` is "
+                              "the argument" % (p.text, n, self.program_names[p.text], p.text,
+                                               p.text), p,
+                              help="rename the parameter if the body means the %s"
+                                   % self.program_names[p.text])
                 if any(q.text == p.text for q in params):
                     raise self.error("parameter `%s` is named twice" % p.text, p)
                 params.append(p)
@@ -201,8 +210,15 @@ class DefsMixin:
              self.requests) = saved
             self.checking_def = False
         if found is not None:
-            # deferred: a use of the def reports the error first, with its use site
-            self.defer(found)
+            # serQ 0.1.3 parses a body only where it is used: an unused def
+            # with a broken body compiles, so here it is a warning (a use of
+            # the def still fails, at the use, as in 0.1.3)
+            self.prog.warnings.append(SerqWarning(
+                "the body of `%s` does not parse (%s); it compiles only because a body is read "
+                "where the definition is used, and a use of `%s` would fail"
+                % (info.name, found.message, info.name), found.span,
+                help="fix the body, or remove the definition", notes=found.notes,
+                source=found.source, phase="syntax"))
 
     def parse_let(self, prog: ast.Program) -> None:
         self.next()

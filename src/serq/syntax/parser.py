@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Dict, List, Optional, Tuple
 
-from ..errors import Span, SyntaxError_
+from ..errors import SerqWarning, Span, SyntaxError_
 from . import ast
 from .defs import DefsMixin
 from .expand import DefInfo
@@ -81,6 +81,14 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
     def defer(self, e: SyntaxError_) -> None:
         if self.deferred is None:
             self.deferred = e
+
+    def warn(self, msg: str, tok: Token, help: Optional[str] = None) -> None:
+        """A hazard serQ 0.1.3 accepts: compiled as 0.1.3 compiles it, and
+        reported as a warning (``ast.Program.warnings``)."""
+        src = tok.src if tok.src is not None else self.text
+        self.prog.warnings.append(SerqWarning(msg, tok.span(), help=help,
+                                              notes=self.use_notes[::-1], source=src,
+                                              phase="syntax"))
 
     # The token helpers run for every token several times: they index the
     # list directly (the list always ends with its EOF, and reading past it
@@ -292,9 +300,11 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
 
     def _once(self, seen: Dict[str, Token], key: str, tok: Token, owner: str) -> None:
         if key in seen:
+            # serQ 0.1.3 keeps the last silently: so does serq, with a warning
             first = seen[key]
-            raise self.error("`%s` is given twice in %s" % (key, owner), tok,
-                             help="keep one `%s` (the first is at %d:%d)" % (key, first.line, first.col))
+            self.warn("`%s` is given twice in %s: this one replaces the one at %d:%d"
+                      % (key, owner, first.line, first.col), tok,
+                      help="keep one `%s`" % key)
         seen[key] = tok
 
     def parse_bare_ref(self, what: str, follow: str) -> ast.Name:
@@ -622,12 +632,16 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
     def parse_run_block(self, prog: ast.Program) -> None:
         t = self.next()
         if self.run_seen is not None:
-            raise self.error("a second `run` block (the first is at %d:%d)"
-                             % (self.run_seen.line, self.run_seen.col), t,
-                             help="merge the settings into one `run { … }` block")
-        self.run_seen = t
+            # serQ 0.1.3 merges the blocks (a setting in both: the last wins)
+            self.warn("a second `run` block: its settings are merged with those of the block "
+                      "at %d:%d, a setting given in both taking this block's value"
+                      % (self.run_seen.line, self.run_seen.col), t,
+                      help="merge the settings into one `run { … }` block")
+        else:
+            self.run_seen = t
+            self.run_seen_keys: Dict[str, Token] = {}
         self.expect("{")
-        seen: Dict[str, Token] = {}
+        seen = self.run_seen_keys
         while not self.at("}"):
             k = self.expect_ident("a run option")
             e = self.parse_expr()
@@ -654,8 +668,12 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
             if k.kind != IDENT:
                 raise self.error("expected a workload item, found %s" % k.describe(), k)
             w = k.text
+            if w == "session" and w in seen:
+                raise self.error("a second `session` in the workload (the first is at %d:%d)"
+                                 % (seen[w].line, seen[w].col), k,
+                                 help="a workload has one client session")
             if w in ("arrive", "init", "turn", "trace", "session"):
-                self._once(seen, w, k, "one workload")
+                self._once(seen, w, k, "the workload")
             self.next()
             if w == "arrive":
                 kind = self.expect_ident("an arrival process")

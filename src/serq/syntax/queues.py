@@ -221,11 +221,13 @@ class QueueMixin:
             sq = self.queues.get(e.src.text)
             if sq is None:
                 raise self.error("`from %s`: no queue `%s` is declared above" % (e.src.text, e.src.text), e.src)
-            if sq.leased_pool() is None:  # the reference checks only calls: a call reports first
-                self.defer(self.error("`from %s`: no entry of `%s` leases a pool, so it has nothing to take"
-                                 % (sq.name, sq.name), e.src,
-                                      help="lease the pool in `%s`'s entries: `hold … { … } lease POOL (t);`"
-                                           % sq.name))
+            if sq.leased_pool() is None:
+                # serQ 0.1.3 checks only calls (a call is refused, below):
+                # an entry never called compiles, with a warning
+                self.warn("`from %s`: no entry of `%s` leases a pool, so this entry has nothing "
+                          "to take, and a call of it is an error" % (sq.name, sq.name), e.src,
+                          help="lease the pool in `%s`'s entries: `hold … { … } lease POOL (t);`"
+                               % sq.name)
         self.queues[qn] = q
         self.queue_order.append(qn)
 
