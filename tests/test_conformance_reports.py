@@ -40,7 +40,7 @@ INVARIANT_KEPT = {"growing_lifo_det"}
 STEP_PENDING = {}  # (program, seed) -> why serq differs from 0.1.3 there
 
 
-CASES = [(p, seed) for kind in ("valid", "sim", "pools", "steps")
+CASES = [(p, seed) for kind in ("valid", "sim", "pools", "steps", "warn")
          for p in sorted((PROGRAMS / kind).glob("*.sq"))
          if (PROGRAMS / "reports" / kind / ("%s.%d.json" % (p.stem, SEEDS[0]))).exists()
          for seed in SEEDS]

@@ -81,6 +81,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     def overrides(p, run_settings: bool):
+        p.add_argument("-W", dest="W", choices=("error",), metavar="error",
+                       help="`-W error`: refuse a program that has warnings (a hazard serQ "
+                       "0.1.3 compiles, such as a shadowed name or an option given twice)")
         p.add_argument("--set", action="append", default=[], metavar="NAME=EXPR",
                        help="replace a `let` constant")
         p.add_argument("--def", dest="defs", action="append", default=[], metavar="NAME=EXPR",
@@ -224,11 +227,16 @@ def _compile(args, run_settings: bool):
     from .compiler import compile_program
     sets = dict(_pair(t, "--set") for t in args.set)
     defs = dict(_pair(t, "--def") for t in args.defs)
-    kw = {"strict": getattr(args, "strict", False)}
+    kw = {"strict": getattr(args, "strict", False),
+          "warnings_as_errors": getattr(args, "W", None) == "error"}
     if run_settings:
         kw.update(seed=args.seed, horizon=args.horizon, warmup=args.warmup,
                   arrivals=args.arrivals, trace=args.trace)
-    return compile_program(args.file, sets=sets, defs=defs, **kw)
+    prog = compile_program(args.file, sets=sets, defs=defs, **kw)
+    for w in prog.warnings:
+        # hazards serQ 0.1.3 compiles as written: on stderr, never in a report
+        sys.stderr.write(w.render() + "\n")
+    return prog
 
 
 def _cmd_check(args) -> int:

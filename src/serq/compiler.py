@@ -90,6 +90,9 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
                    trace=trace)
     program = link(prog, ov, parse_expr=parse_expression)
     program.warnings = _unique(prog.warnings)
+    for w in program.warnings:
+        if w.source is None and w.span is not None:
+            w.source = text if w.span.file == file else _library_text(w.span.file)
     if warnings_as_errors and program.warnings:
         raise program.warnings[0].as_error()
     if path is not None and trace is None:
@@ -99,6 +102,15 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
         # now, so a missing or malformed trace is refused before any run.
         read_trace(trace_path(program))
     return program
+
+
+def _library_text(path: str) -> Optional[str]:
+    """A library's text, for a warning's caret excerpt (None if unreadable)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(MAX_SOURCE).decode("utf-8", errors="replace")
+    except OSError:
+        return None
 
 
 def _unique(found: List[SerqWarning]) -> List[SerqWarning]:

@@ -2,8 +2,8 @@
 """Regenerate the expected outputs of the front-end conformance corpus.
 
 Runs under CPython with the reference implementation ``pyserq`` 0.1.3
-installed.  For every ``*.sq`` directly inside ``valid/``, ``invalid/`` and
-``diverge/`` (libraries in ``*/lib/`` and data in ``*/data/`` are not
+installed.  For every ``*.sq`` directly inside ``valid/``, ``invalid/``, ``diverge/`` and ``warn/``
+(libraries in ``*/lib/`` and data in ``*/data/`` are not
 programs) it reads the optional ``// serq-args: …`` header line, compiles the
 program with ``pyserq.compile(path=…)`` and writes
 
@@ -59,7 +59,7 @@ from corpus import header_kwargs  # noqa: E402  (tests/corpus.py)
 from generate_big import write_all as write_big  # noqa: E402  (next to this file)
 
 HERE = Path(__file__).resolve().parent
-KINDS = ("valid", "invalid", "diverge")
+KINDS = ("valid", "invalid", "diverge", "warn")
 
 
 def parse_header(text: str) -> dict:

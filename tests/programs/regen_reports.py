@@ -21,7 +21,7 @@ sys.path.insert(0, str(HERE.parent))
 from corpus import header_kwargs, in_dir  # noqa: E402
 
 SEEDS = (1, 10000019, 987654321001)
-KINDS = ("valid", "sim", "pools", "steps")
+KINDS = ("valid", "sim", "pools", "steps", "warn")
 
 
 def expected_path(kind, program, seed):
