@@ -41,7 +41,8 @@ def test_layout():
                         "ended 101 turns 4 mean live 1.2")
     blocks = text.strip("\n").split("\n\n")
     heads = [b.split()[0] for b in blocks]
-    assert heads == ["run:", "observe", "stage", "step", "pool", "gauge", "claim", "note:"]
+    assert heads == ["run:", "observe", "stage", "step", "pool", "gauge", "claim", "note:",
+                     "warning:"]
     observe = blocks[1].split("\n")
     assert observe[0].split() == ["observe", "count", "mean", "95%", "CI", "cv2", "p99"]
     assert observe[1].split() == ["lat", "101", "1.02716", "\u00b10.1764", "0.93811", "4.39027"]
@@ -55,15 +56,27 @@ def test_layout():
 
 
 def test_findings():
-    text = report_text(_report())
-    tail = text.strip("\n").split("\n\n")[-1].split("\n")
-    assert tail == [
+    # A report without the simulator's findings (read back from JSON, or made
+    # by hand) gets those its rows tell: pools first, then stages.
+    blocks = report_text(_report()).strip("\n").split("\n\n")
+    assert blocks[-2].split("\n") == [
         "note: claim done: 1 session live at the end",
         "note: observe hit is constant 0 over 40 samples",
-        "idle: stage eng ended with work it could not start (idle_with_work)",
-        "over: pool kv: the head of queue kv asks for 200 units, more than the cap",
-        "stuck: pool Q.p[0]: 1 session(s) stuck",
     ]
+    warnings = [l for l in blocks[-1].split("\n") if l.startswith("warning:")]
+    assert warnings == [
+        "warning: pool kv: the head of queue kv asks for 200 units, more than the cap: it "
+        "can never be admitted",
+        "warning: pool Q.p[0]: 1 session stuck: preempted again before it made progress "
+        "(0 preemptions)",
+        "warning: stage eng: ended with work it could not start",
+    ]
+    lines = blocks[-1].split("\n")
+    assert len(lines) == 9 and [l.split(":")[0] for l in lines[1:3]] == ["  cause", "  remedy"]
+    # findings computed by the run replace those of the rows
+    r = _report()
+    r.findings = []
+    assert "warning:" not in report_text(r)
 
 
 def test_minimal_report():

@@ -34,6 +34,7 @@ from .ir import json as ir_json
 from .ir import nodes as ir
 from .ir.validate import validate
 from .report.build import build_report
+from .report.findings import Finding, report_findings
 from .report.jsonfmt import report_json
 from .runner import simulate
 from .sim.rng import Rng
@@ -202,6 +203,16 @@ class Report(object):
     def json(self) -> str:
         """The report as pyserq 0.1.3's ``Report.json()`` prints it."""
         return report_json(self._report)
+
+    @property
+    def findings(self) -> List[Finding]:
+        """serq's own (not pyserq's): what the simulated system did that a
+        reader must not miss (a deadlock, a livelock, a queue head over the
+        cap, a long backlog, an idle step stage), computed at the end of the
+        run; ``[]`` for a clean run.  Each is a ``Finding`` with ``kind``,
+        ``subject``, ``name``, ``index``, ``sessions``, ``since``,
+        ``message``, ``cause``, ``remedy`` and ``to_dict()``."""
+        return list(report_findings(self._report))
 
     def observe(self, name: str) -> Optional[Observe]:
         return next((o for o in self._observes if o.name == name), None)

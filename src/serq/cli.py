@@ -1,7 +1,7 @@
 """The ``serq`` command line.
 
     serq run   FILE [--json [--extended]] [--admission] [--dump DIR] [--quiet]
-               [--no-samples]
+               [--no-samples] [--fail-on-findings]
                [overrides as for `ir`]
     serq check FILE [--strict] [--set NAME=EXPR]... [--def NAME=EXPR]...
     serq ir    FILE [--set …]... [--def …]... [--seed N] [--horizon T]
@@ -17,15 +17,19 @@
                [--start S] [--duration D] [--scale F] [--rate R] [--seed N]
                [--think T] [--tokenizer chars4|words] [--block-tokens N]
 
-Exit status: 0 success, 1 an error in the user's input (printed as
-``FILE:LINE:COL: error: …`` with the source line and a caret), 2 a usage
-error.  No input, however malformed, ends in a Python traceback.
+Exit status: 0 success (for ``serq run``: the report was printed, whatever
+the simulated system did; its findings are warnings in the report), 1 an
+error in the user's input (printed as ``FILE:LINE:COL: error: …`` with the
+source line and a caret), 2 a usage error, 3 an internal error, 4 a run
+with findings under ``--fail-on-findings``, 130 interrupted, 141 the output
+closed early.  No input, however malformed, ends in a Python traceback.
 
 Beyond the reference (report/admission.py): ``--admission`` prints the
 admission table (head-of-line blocking, reserve held, preemptions and their
 storm) after the text report; ``--json --extended`` adds one last key,
-``"extended": {"admission": [...]}``, after the reference's fields, which
-stay byte-identical (without ``--extended`` the JSON is the reference's).
+``"extended": {"admission": [...], "findings": [...]}`` (and ``partial``
+first for a stopped run), after the reference's fields, which stay
+byte-identical (without ``--extended`` the JSON is the reference's).
 """
 import argparse
 import json as _json
@@ -36,6 +40,8 @@ from typing import List, Optional
 
 from . import SERQ_VERSION, __version__
 from .errors import SerqError, UsageError
+
+EXIT_FINDINGS = 4  # `serq run --fail-on-findings`: the run has findings
 
 
 def _pair(text: str, flag: str):
@@ -120,6 +126,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="stop after SECONDS of wall time with a partial report")
     r.add_argument("--check-invariants", action="store_true",
                    help="check every pool invariant after every event (slower)")
+    r.add_argument("--fail-on-findings", action="store_true",
+                   help="exit %d when the run has findings (a deadlock, a livelock, a queue "
+                   "head over the cap, a long backlog, an idle step stage), for CI; without "
+                   "it a run that printed its report exits 0" % EXIT_FINDINGS)
     overrides(r, True)
     c = sub.add_parser("check", help="parse, link and validate a program")
     c.add_argument("file")
@@ -291,6 +301,7 @@ class _Progress(object):
 def _cmd_run(args) -> int:
     from .report.build import build_report
     from .report.dump import write_dump
+    from .report.findings import findings_json, report_findings
     from .report.jsonfmt import report_json
     from .report.text import report_text
     from .runner import simulate
@@ -338,6 +349,9 @@ def _cmd_run(args) -> int:
         rows = admission_rows(sim)
         if args.extended:
             extended = (extended or []) + [("admission", admission_json(rows))]
+    findings = report_findings(report)
+    if args.extended:
+        extended = (extended or []) + [("findings", findings_json(findings))]
     if args.json:
         sys.stdout.write(report_json(report, extended) + "\n")
     else:
@@ -356,7 +370,9 @@ def _cmd_run(args) -> int:
         sys.stdout.write("\n")
     if sim.partial == "interrupted":
         return 130
-    return 1 if report.stuck() else 0
+    # What the simulated system did (a deadlock, a livelock, ...) is a
+    # finding, printed with the report; the run itself succeeded.
+    return EXIT_FINDINGS if findings and args.fail_on_findings else 0
 
 
 def _num_json(x) -> str:

@@ -4,6 +4,7 @@ Rates and time averages are over ``[warmup, end]``; observations hold only
 samples taken after warm-up; counts follow the feature map §8.
 """
 from ..ir import nodes as ir
+from .findings import compute_findings
 from .model import ClaimRow, GaugeRow, ObserveRow, PoolRow, Report, StageRow
 from .stats import summarize_gauge, summarize_running, summarize_samples
 
@@ -98,9 +99,11 @@ def build_report(sim) -> Report:
             admissions=s.admissions, evicted_entries=s.evicted_entries,
             evicted_units=s.evicted_units, preemptions=s.preemptions, spills=s.spills,
             rejected=s.rejected, stuck=s.stuck, over_cap=sim.over_cap(p)))
-    return Report(
+    report = Report(
         horizon=prog.horizon, end=end, warmup=prog.warmup, seed=prog.seed,
         events=sim.events, arrivals=sim.arrived, ended=sim.ended, turns=sim.turns,
         mean_live=sim.live_avg.mean(end), observes=observes, gauges=gauges,
         claims=[claim_row(c, sim.live) for c in sim.claims] if sim.claims else None,
         stages=stages, pools=pools)
+    report.findings = compute_findings(sim, report)
+    return report

@@ -9,7 +9,10 @@ the JSON text alone does not tell them apart).
 """
 import json
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
+if TYPE_CHECKING:
+    from .findings import Finding
 
 SERQ_VERSION = "0.1.3"
 
@@ -144,13 +147,17 @@ class Report:
     stages: List[StageRow] = field(default_factory=list)
     pools: List[PoolRow] = field(default_factory=list)
     serq_version: str = SERQ_VERSION
+    # serq's own (never in the reference's JSON): the findings computed at
+    # the end of the run (report/findings.py); None for a report read back
+    # from JSON, whose findings come from its rows.
+    findings: Optional[List["Finding"]] = field(default=None, compare=False)
 
     SCALAR_FIELDS = ("serq_version", "horizon", "end", "warmup", "seed",
                      "events", "arrivals", "ended", "turns", "mean_live")
     INT_FIELDS = ("seed", "events", "arrivals", "ended", "turns")
 
     def stuck(self) -> int:
-        """Sessions stuck in pools at the end (the CLI exits 1 when > 0)."""
+        """Sessions counted stuck in pools (a `livelock` finding)."""
         return sum(p.stuck for p in self.pools)
 
 

@@ -11,16 +11,19 @@ serQ 0.1.3 documents the content but not the layout; this one is ours:
     gpu      1.21  0.6543   101  1.01  0.21403  0.81312      0
 
 followed, when present, by a step table (iteration statistics of stages
-that iterated), the pool, gauge and claim tables, and one line per finding:
-``note:`` (a test observation constant 0 over >= 40 samples), ``idle:``
-(a step stage that ended with work it could not start) and ``over:`` (a
-pool whose queue head asks for more than the cap).  Numbers have 6
+that iterated), the pool, gauge and claim tables, one ``note:`` line per
+claim note and test observation constant 0 over >= 40 samples, and last
+the findings (report/findings.py: a deadlock, a livelock, a queue head over
+the cap, a long backlog, a step stage idle with work), each a ``warning:``
+line naming the pool or stage, then its ``cause:`` and ``remedy:``
+lines.  Numbers have 6
 significant digits; ``-`` is an absent value; a CI below 40 samples is
 ``NaN``.  Plain text, columns aligned with spaces, ends with a newline.
 """
 import math
 from typing import List, Optional, Sequence
 
+from .findings import report_findings
 from .model import Report
 
 
@@ -123,17 +126,12 @@ def report_text(report: Report) -> str:
     for o in r.observes.values():
         if o.constant_zero():
             findings.append("note: observe %s is constant 0 over %d samples" % (o.name, o.count))
-    for s in r.stages:
-        if s.idle_with_work:
-            findings.append("idle: stage %s ended with work it could not start (idle_with_work)"
-                            % _member(s.name, s.index))
-    for p in r.pools:
-        if p.over_cap is not None:
-            findings.append("over: pool %s: the head of queue %s asks for %s units, more than the cap"
-                            % (_member(p.name, p.index), p.over_cap[0], num(p.over_cap[1])))
-        if p.stuck:
-            findings.append("stuck: pool %s: %d session(s) stuck" % (_member(p.name, p.index), p.stuck))
     if findings:
         out.append("")
         out += findings
+    warnings = report_findings(r)
+    if warnings:
+        out.append("")
+        for f in warnings:
+            out += f.lines()
     return "\n".join(out) + "\n"

@@ -128,6 +128,11 @@ class Pool(object):
         self.dead = []  # dead CacheEntry
         self.queue = []  # Waiting, in order (resumed holds at the front)
         self.growers = []  # stalled grows, in stall order
+        # For the findings at the end (report/findings.py), set only on the
+        # rare paths: when a grow last stalled here, and when a session was
+        # first counted stuck here.
+        self.last_stall = None
+        self.stuck_since = None
         self.holders = []  # holder list (sessions), the 0.1.3 quirk
         self.reserved = 0.0  # outstanding reservations (reserve held)
         self.spilled_dead = {}  # a dead entry elsewhere -> its pieces here

@@ -17,8 +17,8 @@ class PoolSim(object):
     def make_pools(self, prog):
         self.pools = [Pool(self, i, p, self.compiler) for i, p in enumerate(prog.pools)]
         # Legs and sessions counted stuck: each at most once in all, on the
-        # first pool where it is stuck (0.1.3)
-        self.stuck_sessions = set()
+        # first pool where it is stuck (0.1.3); session -> that pool's index
+        self.stuck_sessions = {}
         self.release_seq = 0
         self.admission_seq = 0
         self.enqueue_seq = 0
@@ -283,6 +283,7 @@ class PoolSim(object):
             if victim is None:
                 entry = (s, run, i, need)
                 p.growers.append(entry)
+                p.last_stall = self.now
                 self.pool_watch.add(p)
                 s.cancel = lambda: p.growers.remove(entry) if entry in p.growers else None
                 yield WAIT
@@ -371,8 +372,10 @@ class PoolSim(object):
         # (0.1.3: stuck on one pool, then on another, it counts on the first).
         if last is not None and pos <= last[0] + EPS:
             if vs not in self.stuck_sessions:
-                self.stuck_sessions.add(vs)
+                self.stuck_sessions[vs] = p.index
                 p.stats.stuck += 1
+                if p.stuck_since is None:
+                    p.stuck_since = self.now
         mem[p.index] = (pos, False)
         p.stats.preemptions += 1
         if self.warm:
@@ -456,6 +459,7 @@ class PoolSim(object):
                 job.pending = extra
                 entry = (s, run, i, need, job)
                 p.growers.append(entry)
+                p.last_stall = self.now
                 self.pool_watch.add(p)
                 return "stalled"
             vs, vrun = victim
