@@ -170,7 +170,7 @@ def compute_findings(sim, report: Report) -> List[Finding]:
             out.append(_over_cap(_label(p), p.name, p.member, qlabel, need, p.cap, waiting,
                                  since))
     idle = [st for st in sim.stages if st.kind == "step" and st.idle_with_work
-            and getattr(st, "memory", None) not in deadlocked]
+            and st.memory not in deadlocked]
     for st in idle:
         for q in st.admits:  # the idle stage's finding counts them
             counted.add(q.index)
