@@ -169,6 +169,11 @@ def compute_findings(sim, report: Report) -> List[Finding]:
                 counted.add(q.index)
             out.append(_over_cap(_label(p), p.name, p.member, qlabel, need, p.cap, waiting,
                                  since))
+    idle = [st for st in sim.stages if st.kind == "step" and st.idle_with_work
+            and st.memory not in deadlocked]
+    for st in idle:
+        for q in st.admits:  # the idle stage's finding counts them
+            counted.add(q.index)
     for q in sim.pools:
         if not q.queue or q.index in counted:
             continue
@@ -184,12 +189,7 @@ def compute_findings(sim, report: Report) -> List[Finding]:
             "does not release",
             "lower the load, or give the pool (and what its holders wait for) more "
             "capacity"))
-    for st in sim.stages:
-        if st.kind != "step" or not st.idle_with_work:
-            continue
-        mem = getattr(st, "memory", None)
-        if mem is not None and mem in deadlocked:
-            continue
+    for st in idle:
         out.append(_idle_stage(st))
     return out
 
@@ -272,19 +272,26 @@ def _over_cap(label: str, name: str, index: Optional[int], qlabel: str, need: fl
 def _idle_stage(st) -> Finding:
     residents = len(st.residents)
     waiting = sum(len(p.queue) for p in st.admits)
-    since = st.iter_start if st.iterations else None
     parts = []
     if residents:
         parts.append(_plural(residents, "resident"))
     if waiting:
         parts.append("%d waiting to be admitted" % waiting)
     msg = "ended with work it could not start (%s)" % ", ".join(parts or ["its queue"])
-    if since is not None:
+    since: Optional[float] = None
+    if st.iterations:
+        since = st.iter_start
         msg += ", its last iteration at t = %s s" % t(since)
+    else:
+        times = [j.arrived for j in st.residents] + [w.since for p in st.admits
+                                                     for w in p.queue]
+        if times:
+            since = min(times)
+            msg += ", it never iterated; work waiting since t = %s s" % t(since)
     return Finding(
         "idle", "stage", st.name, st.member, residents + waiting, since, msg,
         "no resident could be given tokens and no waiting session admitted (a growth or a "
-        "queue head that does not fit its pools, a budget of 0)",
+        "queue head that does not fit its pools, a budget of 0 or below the granule)",
         "see the pool findings and rows; `serq run --trace-iterations -` shows the last "
         "plans")
 
