@@ -39,6 +39,15 @@ def show(e):
     raise AssertionError(e)
 
 
+def warned(text, add_run=True, **kw):
+    """The one warning parsing ``text`` gives (a hazard serQ 0.1.3 accepts)."""
+    prog = parse_program(text + (RUN if add_run else ""), **kw)
+    assert prog.warnings, "no warning"
+    w = prog.warnings[0]
+    assert w.span is not None and w.source is not None and w.kind == "warning"
+    return w
+
+
 def err(text, add_run=True, **kw):
     with pytest.raises(SyntaxError_) as ei:
         parse_program(text + (RUN if add_run else ""), **kw)
@@ -196,21 +205,21 @@ def test_declaration_errors(src, pos, msg):
     ("stage e : step { cost 1; budget 3; budget 4; }", (1, 36), "budget"),
     ("pool kv { evict lru; evict by (size); }", (1, 22), "evict"),
 ])
-def test_repeated_options_are_refused(src, pos, key):
-    # the reference silently takes the last one; serq refuses
-    e = err(src)
+def test_repeated_options_warn(src, pos, key):
+    # the reference silently takes the last one; so does serq, with a warning
+    e = warned(src)
     assert (e.span.line, e.span.col) == pos and "`%s` is given twice" % key in e.message
 
 
-def test_two_run_blocks_refused():
-    e = err("run { horizon 10; }\nrun { seed 3; }", add_run=False)
+def test_two_run_blocks_warn():
+    e = warned("run { horizon 10; }\nrun { seed 3; }", add_run=False)
     assert (e.span.line, e.span.col) == (2, 1) and "merge" in e.help
 
 
 @pytest.mark.parametrize("item", ["arrive poisson(1);", "init { }", "turn { }", 'trace "a.csv";'])
-def test_duplicate_workload_item_refused(item):
+def test_duplicate_workload_item_warns(item):
     src = "workload { %s\n %s }\nsession { }" % (item, item)
-    e = err(src)
+    e = warned(src)
     assert e.span.line == 2 and e.span.col == 2
 
 
@@ -442,14 +451,14 @@ def test_accepted_def_names():
 
 
 def test_unused_def_body_is_parsed_when_declared():
-    # the reference accepts this (diverge/def_unused_syntax_error.sq); serq refuses it
-    e = err("def f(x) = x + ;")
+    # the reference accepts this (warn/def_unused_syntax_error.sq); serq warns
+    e = warned("def f(x) = x + ;")
     assert e.span.line == 1
 
 
 def test_unused_statement_def_body_is_parsed_when_declared():
-    # diverge/def_stmt_unused_syntax_error.sq: the reference accepts it
-    e = err("def f(x) { set a = x + ; }")
+    # warn/def_stmt_unused_syntax_error.sq: the reference accepts it; serq warns
+    e = warned("def f(x) { set a = x + ; }")
     assert (e.span.line, e.span.col) == (1, 24)
 
 
