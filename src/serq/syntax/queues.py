@@ -667,6 +667,7 @@ class _Lower:
                 s.lease.time = x(s.lease.time)
             if getattr(s, "bound_names", None):
                 s.bound_names = [self.attr(n) for n in s.bound_names]
+                s.read_bindings = [(self.attr(n), sp, src) for n, sp, src in s.read_bindings]
             s.body = self.stmts(s.body)
             out.append(s)
         elif isinstance(s, (ast.Grow, ast.Load)):
