@@ -35,6 +35,9 @@ from .lexer import IDENT, Token
 
 ROLES = ("gateway", "prefill", "decode", "link")
 ROLE_ENTRY = {"gateway": "route", "prefill": "prefill", "decode": "decode", "link": "transfer"}
+# words a serving form or a role stands for: no queue is named so (a serving
+# form without `on` resolves to a stage named after its role)
+SERVING_WORDS = frozenset(("prefill", "decode", "tool", "transfer", "link", "gateway"))
 ENTRY_PARAMS = {"route": 0, "prefill": 1, "decode": 1, "transfer": 1}
 
 # names an entry body may read besides its own: the context variables, the
@@ -139,6 +142,8 @@ class QueueMixin:
     def parse_queue(self, prog: ast.Program) -> None:
         kw = self.next()
         name = self.expect_ident("a queue name")
+        if name.text in SERVING_WORDS:
+            raise self.error("`%s` is a serving word; a queue needs another name" % name.text, name)
         size = self.parse_array_size()
         roles: List[str] = []
         if self.accept(":"):
@@ -548,8 +553,8 @@ def _collect_reads(stmts, out: List[str], bound) -> None:
             _expr_reads(s.dst, out, bound)
             _expr_reads(s.src, out, bound)
         if isinstance(s, ast.Run):
-            for st in s.stages:
-                _expr_reads(st, out, bound)
+            for st in s.stages:  # the stage an entry runs on may be any, its index is a read
+                _expr_reads(st.index, out, bound)
         if isinstance(s, ast.Choose):
             for k in s.keys:
                 _expr_reads(k, out, bound)
@@ -615,7 +620,11 @@ class _Lower:
                 return e
             index = self.expr(e.index, bound)
             if n in self.q.pools:
-                return ast.Name("%s.%s" % (self.q.name, n), e.span, index)
+                raise self.p.error("`%s[…]` inside queue `%s`: an own pool is the member's; write `%s`"
+                                   % (n, self.q.name, n), self.call_tok)
+            if n == self.q.name:
+                raise self.p.error("`%s[…]` inside queue `%s`: the own stage is the member's; write `%s`"
+                                   % (n, n, n), self.call_tok)
             return ast.Name(n, e.span, index)
         if isinstance(e, ast.Unary):
             return ast.Unary(e.op, self.expr(e.operand, bound), e.span)

@@ -312,9 +312,18 @@ class StatementsMixin:
         if self.checking_def:  # the stages above the use decide
             return role
         names = ("link", "transfer") if role == "transfer" else (role,)
-        found = [n for n in self.stage_order if n in names]
-        if not found and role in ("prefill", "decode"):
-            found = [n for n in self.stage_order if self.stages[n][0] == "step"]
+        q = self.cur_queue if self.context == "entry" else None
+        if q is None:
+            found = [n for n in self.stage_order if n in names]
+            if not found and role in ("prefill", "decode"):
+                found = [n for n in self.stage_order if self.stages[n][0] == "step"]
+        else:
+            # Inside a queue's entry (a gateway's route too) the step engine
+            # is the queue's own stage: no other step stage plays a role
+            # there, not even one named after it.
+            found = [n for n in self.stage_order if n in names and self.stages[n][0] != "step"]
+            if not found and role in ("prefill", "decode") and self.stages.get(q.name, ("",))[0] == "step":
+                found = [q.name]
         if len(found) == 1:
             return found[0]
         if not found:
