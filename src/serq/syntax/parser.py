@@ -170,15 +170,26 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         return prog
 
     def prescan(self, toks: List[Token]) -> None:
+        """The names the program declares at top level, and each queue's
+        pools (a queue may be named above its declaration)."""
         depth = 0
+        queue: Optional[str] = None  # the queue whose braces we are in
         for i, t in enumerate(toks):
             if t.kind == PUNCT and t.text == "{":
                 depth += 1
             elif t.kind == PUNCT and t.text == "}":
                 depth = max(0, depth - 1)
+                if depth == 0:
+                    queue = None
             elif depth == 0 and t.kind == IDENT and t.text in ("pool", "stage", "let", "queue") \
                     and i + 1 < len(toks) and toks[i + 1].kind == IDENT:
                 self.program_names.setdefault(toks[i + 1].text, t.text)
+                if t.text == "queue":
+                    queue = toks[i + 1].text
+                    self.queue_pools_ahead.setdefault(queue, set())
+            elif depth == 1 and queue is not None and t.kind == IDENT and t.text == "pool" \
+                    and i + 1 < len(toks) and toks[i + 1].kind == IDENT:
+                self.queue_pools_ahead[queue].add(toks[i + 1].text)
 
     def items_top(self, prog: ast.Program, library: bool) -> None:
         while self.peek().kind != EOF:
@@ -231,6 +242,7 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
 
     def finish(self, prog: ast.Program) -> None:
         eof = self.peek()
+        self.check_member_refs()
         if self.client_session is not None and self.top_session_tok is not None:
             raise self.error("a program has one session: inside `workload` or at top level, not both",
                              eof, help="keep one of the two `session` blocks")

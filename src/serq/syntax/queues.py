@@ -25,9 +25,9 @@ The mixin below is part of ``Parser``; it uses the parser's tokens, errors
 and statement grammar.
 """
 import copy
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
-from ..errors import Span
+from ..errors import Span, SyntaxError_
 from . import ast
 from .expand import STATE_FUNCS, fold_const
 from .expressions import children, draws
@@ -138,6 +138,10 @@ class QueueMixin:
         self.queues: Dict[str, QueueInfo] = {}
         self.relations: List[Relation] = []
         self.cur_queue: Optional[QueueInfo] = None
+        # each queue's pool names, read ahead of the parse (parser.prescan)
+        self.queue_pools_ahead: Dict[str, Set[str]] = {}
+        # `Q[i].p` where a pool or stage is named: (queue, pool, token, notes)
+        self.member_refs: List[tuple] = []
 
     def parse_queue(self, prog: ast.Program) -> None:
         kw = self.next()
@@ -440,11 +444,20 @@ class QueueMixin:
         if "." not in ref.name or self.checking_def:
             return
         qn, p = ref.name.split(".", 1)
-        q = self.queues.get(qn)
-        if q is None or p not in q.pools:
+        if p not in self.queue_pools_ahead.get(qn, ()):  # a queue may be declared below
             return
         raise self.error("`%s %s`: `%s` is a pool of queue `%s`, and only `%s`'s entries hold it; call one "
                          "(`%s.verb (…)`)" % (what, ref.name, p, qn, qn, qn), span=ref.span)
+
+    def check_member_refs(self) -> None:
+        """``Q[i].p`` names a pool of member ``i``: ``p`` must be one of
+        queue ``Q``'s pools (a name that is no queue is the linker's)."""
+        for qn, attr, tok, notes in self.member_refs:
+            q = self.queues.get(qn)
+            if q is not None and attr not in q.pools:
+                raise SyntaxError_("`%s[…].%s` reads the request's attribute, which is no member's: write `%s.%s`"
+                                   % (qn, attr, qn, attr), tok.span(), notes=notes[::-1],
+                                   source=tok.src if tok.src is not None else self.text)
 
     def check_entry_reads(self, hidden: List[str]) -> None:
         """An entry sees its own: its parameters, the queue's pools and stage,
