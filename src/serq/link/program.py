@@ -646,32 +646,40 @@ class Linker:
             self.scope.hidden[name] = span
 
     def _fresh_bindings(self) -> None:
-        """An `at admission` name must be fresh: not a built-in attribute and
-        not an attribute some other statement sets (the reference lets the
-        binding shadow it in the header; serq refuses)."""
+        """An `at admission` name the body does not read must be fresh: not a
+        built-in attribute and not an attribute some statement other than a
+        binding sets (the reference lets the binding shadow it in the header;
+        serq refuses). Several holds binding the same name is no clash: a
+        binding the body reads is an attribute `set` at the top of the body,
+        the same attribute in every hold that binds it (the parser has
+        checked those bindings)."""
         wl = self.prog.workload
         blocks = ([wl.init, wl.turn] if wl else []) + [self.prog.session]
         sets: Dict[str, int] = {}
         holds = []
-        for b in blocks:
-            for st in ast.walk(b):
+
+        def scan(stmts) -> None:
+            for st in stmts:
                 t = type(st)
                 if t is ast.Set or t is ast.Choose:
                     name = st.name if t is ast.Set else st.var
                     sets[name] = sets.get(name, 0) + 1
                 elif t is ast.Hold:
                     holds.append(st)
+                    # the `set`s the parser wrote for the bindings the body reads
+                    scan(st.body[len(getattr(st, "read_bindings", None) or []):])
+                    continue
+                for f in ("body", "then", "other"):
+                    sub = getattr(st, f, None)
+                    if sub:
+                        scan(sub)
+
+        for b in blocks:
+            scan(b)
         for h in holds:
-            bound = getattr(h, "bound_names", None) or []
-            # The parser writes a binding the body reads as a `set` at the top
-            # of the body; those sets are the binding's own.
-            generated = set()
-            for st in h.body:
-                if type(st) is not ast.Set or st.name not in bound:
-                    break
-                generated.add(st.name)
-            for name in bound:
-                if name in ir.BUILTIN_ATTRS or sets.get(name, 0) > (name in generated):
+            read = {n for n, _, _ in getattr(h, "read_bindings", None) or []}
+            for name in getattr(h, "bound_names", None) or []:
+                if name not in read and (name in ir.BUILTIN_ATTRS or name in sets):
                     # 0.1.3 substitutes the binding in the hold's header, so
                     # there it shadows the attribute
                     self.scope.warn(

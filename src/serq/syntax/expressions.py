@@ -15,7 +15,17 @@ _PREC.update((c, 3) for c in CMP)
 class ExpressionsMixin:
     """The expression grammar of ``Parser``."""
 
-    def parse_ref(self, what: str = "a pool or stage name") -> ast.Name:
+    def parse_ref(self, what: str = "a pool or stage name", where: str = "ref") -> ast.Name:
+        """A name, ``X[i]``, ``Q.x`` or a member's pool ``Q[i].p``.  As in
+        the reference, ``Q[i].p`` is a reference only where a pool or stage
+        is named: a statement's pool or stage, or an argument of a function
+        that is the name and nothing else (``holders(D[j].kv)``); the pool
+        must be one of the queue's (checked once the whole program is read:
+        the queue may be declared further down).  ``where`` is ``ref`` for a
+        statement's pool or stage, ``arg`` for the first token of a
+        function's argument, ``value`` elsewhere, where ``Q[i].x`` would
+        read the request's attribute ``Q.x``, which no member has.  No index
+        follows ``Q.x``."""
         t = self.expect_ident(what)
         name = t.text
         index = None
@@ -25,18 +35,14 @@ class ExpressionsMixin:
             self.expect("]")
         if self.at(".") and self.peek(1).kind == IDENT:
             self.next()
-            attr = self.next().text
-            q = self.queues.get(name)
-            if index is not None and q is not None and attr in q.pools:
-                return ast.Name(name + "." + attr, t.span(), index)
+            at = self.next()
+            attr = at.text
             if index is not None and not self.checking_def:
-                raise self.error("`%s[…].%s` reads the request's attribute, which is no member's: write `%s.%s`"
-                                 % (name, attr, name, attr), t)
+                if where == "value" or where == "arg" and not (self.at(")") or self.at(",")):
+                    raise self.error("`%s[…].%s` reads the request's attribute, which is no member's: write "
+                                     "`%s.%s`" % (name, attr, name, attr), t)
+                self.member_refs.append((name, attr, at, list(self.use_notes)))
             name = name + "." + attr
-            if index is None and self.at("["):
-                self.next()
-                index = self.parse_expr()
-                self.expect("]")
         return ast.Name(name, t.span(), index)
 
     def parse_keys(self) -> List[ast.Expr]:
@@ -131,6 +137,24 @@ class ExpressionsMixin:
         self.expect(")")
         return args
 
+    def parse_call_args(self) -> List[ast.Expr]:
+        """A function's arguments; ``arg_tok`` is the first token of the
+        argument being read (a member's pool may stand there alone)."""
+        self.expect("(")
+        args: List[ast.Expr] = []
+        saved = getattr(self, "arg_tok", None)
+        try:
+            if not self.at(")"):
+                while True:
+                    self.arg_tok = self.peek()
+                    args.append(self.parse_expr())
+                    if not self.accept(","):
+                        break
+        finally:
+            self.arg_tok = saved
+        self.expect(")")
+        return args
+
     def parse_primary(self) -> ast.Expr:
         t = self.peek()
         if t.kind == NUMBER:
@@ -172,10 +196,10 @@ class ExpressionsMixin:
                         raise self.error("`%s` is statements (`def %s(…) { … }`), not an expression" % (w, w), t)
                     return self.expand_expr_def(info)
                 self.next()
-                return ast.Call(w, self.parse_args(), t.span())
+                return ast.Call(w, self.parse_call_args(), t.span())
             if w in RETIRED and w not in ("admit",):
                 raise self.error("`%s` is a retired word and names nothing: %s" % (w, RETIRED[w]), t)
-            return self.parse_ref()
+            return self.parse_ref(where="arg" if t is getattr(self, "arg_tok", None) else "value")
         raise self.error("expected an expression, found %s" % t.describe(), t)
 
 

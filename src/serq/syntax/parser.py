@@ -10,11 +10,13 @@ import copy
 import os
 import sys
 from typing import Dict, List, Optional, Tuple
+from typing import Set as PySet
 
 from ..errors import SerqWarning, Span, SyntaxError_
 from . import ast
+from ..ir.nodes import BUILTIN_ATTRS
 from .defs import DefsMixin
-from .expand import DefInfo
+from .expand import DefInfo, names_read
 from .expressions import CMP, ExpressionsMixin
 from .lexer import EOF, IDENT, PUNCT, STRING, Token, tokenize
 from .queues import QueueMixin
@@ -176,15 +178,26 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         return prog
 
     def prescan(self, toks: List[Token]) -> None:
+        """The names the program declares at top level, and each queue's
+        pools (a queue may be named above its declaration)."""
         depth = 0
+        queue: Optional[str] = None  # the queue whose braces we are in
         for i, t in enumerate(toks):
             if t.kind == PUNCT and t.text == "{":
                 depth += 1
             elif t.kind == PUNCT and t.text == "}":
                 depth = max(0, depth - 1)
+                if depth == 0:
+                    queue = None
             elif depth == 0 and t.kind == IDENT and t.text in ("pool", "stage", "let", "queue") \
                     and i + 1 < len(toks) and toks[i + 1].kind == IDENT:
                 self.program_names.setdefault(toks[i + 1].text, t.text)
+                if t.text == "queue":
+                    queue = toks[i + 1].text
+                    self.queue_pools_ahead.setdefault(queue, set())
+            elif depth == 1 and queue is not None and t.kind == IDENT and t.text == "pool" \
+                    and i + 1 < len(toks) and toks[i + 1].kind == IDENT:
+                self.queue_pools_ahead[queue].add(toks[i + 1].text)
 
     def items_top(self, prog: ast.Program, library: bool) -> None:
         while self.peek().kind != EOF:
@@ -237,6 +250,7 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
 
     def finish(self, prog: ast.Program) -> None:
         eof = self.peek()
+        self.check_member_refs()
         if self.client_session is not None and self.top_session_tok is not None:
             raise self.error("a program has one session: inside `workload` or at top level, not both",
                              eof, help="keep one of the two `session` blocks")
@@ -264,6 +278,7 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
             prog.session_span = self.client_session_tok.span()
         hidden = [h for h, _ in prog.workload.hidden] if prog.workload is not None else []
         self.check_entry_reads(hidden)
+        self.check_read_bindings(prog)
         prog.array_lets = list(self.array_lets)
         prog.expr_defs = [n for n in self.def_order if not self.defs[n].is_block]
         for name in self.sets:
@@ -279,6 +294,59 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
                 raise SyntaxError_("`--def %s`: the program has no definition `%s`" % (name, name),
                                    Span("--def", 1, 1, len(name)),
                                    help="the expression definitions are: %s" % known, source=shown)
+
+    def check_read_bindings(self, prog: ast.Program) -> None:
+        """An `at admission` binding the body reads is an attribute set at the
+        top of that body. Several holds may bind (and read) the same name: it
+        is one attribute. But no other statement may set it, it is not a
+        built-in, and nothing outside the bodies of the holds that bind it
+        reads it. The first hold (in program order) that breaks the first
+        rule is reported, then likewise for the second."""
+        wl = prog.workload
+        blocks = ([wl.init, wl.turn] if wl is not None else []) + [prog.session]
+        holds: List[ast.Hold] = []
+        sets: Dict[str, int] = {}  # names set other than by a binding
+
+        def scan(stmts: list) -> None:
+            for st in stmts:
+                t = type(st)
+                if t is ast.Set:
+                    sets[st.name] = sets.get(st.name, 0) + 1
+                elif t is ast.Choose:
+                    sets[st.var] = sets.get(st.var, 0) + 1
+                elif t is ast.Hold:
+                    rb = getattr(st, "read_bindings", None) or []
+                    if rb:
+                        holds.append(st)
+                    scan(st.body[len(rb):])  # the binding's own `set`s first
+                    continue
+                for f in ("body", "then", "other"):
+                    sub = getattr(st, f, None)
+                    if sub:
+                        scan(sub)
+
+        for b in blocks:
+            scan(b)
+        if not holds:
+            return
+        for h in holds:
+            for name, span, src in h.read_bindings:
+                if name in BUILTIN_ATTRS or name in sets:
+                    raise SyntaxError_(
+                        "the body reads `%s`, which is also an attribute the %s sets: the body would "
+                        "not say which it means" % (name, "scheduler" if name in BUILTIN_ATTRS else "program"),
+                        span, help="rename the binding", source=src)
+        free: PySet[str] = set()
+        for b in blocks:
+            for st in b:
+                names_read(st, free)
+        for h in holds:
+            for name, span, src in h.read_bindings:
+                if name in free:
+                    raise SyntaxError_(
+                        "`%s` is read outside the body of the hold that binds it" % name, span,
+                        help="a header's binding is the header's and its body's; name a value the "
+                        "rest of the program reads with `set`", source=src)
 
     requests: List[_Request] = []
 

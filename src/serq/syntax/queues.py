@@ -25,9 +25,9 @@ The mixin below is part of ``Parser``; it uses the parser's tokens, errors
 and statement grammar.
 """
 import copy
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Set
 
-from ..errors import Span
+from ..errors import Span, SyntaxError_
 from . import ast
 from .expand import STATE_FUNCS, fold_const
 from .expressions import children, draws
@@ -35,6 +35,9 @@ from .lexer import IDENT, Token
 
 ROLES = ("gateway", "prefill", "decode", "link")
 ROLE_ENTRY = {"gateway": "route", "prefill": "prefill", "decode": "decode", "link": "transfer"}
+# words a serving form or a role stands for: no queue is named so (a serving
+# form without `on` resolves to a stage named after its role)
+SERVING_WORDS = frozenset(("prefill", "decode", "tool", "transfer", "link", "gateway"))
 ENTRY_PARAMS = {"route": 0, "prefill": 1, "decode": 1, "transfer": 1}
 
 # names an entry body may read besides its own: the context variables, the
@@ -135,10 +138,16 @@ class QueueMixin:
         self.queues: Dict[str, QueueInfo] = {}
         self.relations: List[Relation] = []
         self.cur_queue: Optional[QueueInfo] = None
+        # each queue's pool names, read ahead of the parse (parser.prescan)
+        self.queue_pools_ahead: Dict[str, Set[str]] = {}
+        # `Q[i].p` where a pool or stage is named: (queue, pool, token, notes)
+        self.member_refs: List[tuple] = []
 
     def parse_queue(self, prog: ast.Program) -> None:
         kw = self.next()
         name = self.expect_ident("a queue name")
+        if name.text in SERVING_WORDS:
+            raise self.error("`%s` is a serving word; a queue needs another name" % name.text, name)
         size = self.parse_array_size()
         roles: List[str] = []
         if self.accept(":"):
@@ -437,11 +446,20 @@ class QueueMixin:
         if "." not in ref.name or self.checking_def:
             return
         qn, p = ref.name.split(".", 1)
-        q = self.queues.get(qn)
-        if q is None or p not in q.pools:
+        if p not in self.queue_pools_ahead.get(qn, ()):  # a queue may be declared below
             return
         raise self.error("`%s %s`: `%s` is a pool of queue `%s`, and only `%s`'s entries hold it; call one "
                          "(`%s.verb (…)`)" % (what, ref.name, p, qn, qn, qn), span=ref.span)
+
+    def check_member_refs(self) -> None:
+        """``Q[i].p`` names a pool of member ``i``: ``p`` must be one of
+        queue ``Q``'s pools (a name that is no queue is the linker's)."""
+        for qn, attr, tok, notes in self.member_refs:
+            q = self.queues.get(qn)
+            if q is not None and attr not in q.pools:
+                raise SyntaxError_("`%s[…].%s` reads the request's attribute, which is no member's: write `%s.%s`"
+                                   % (qn, attr, qn, attr), tok.span(), notes=notes[::-1],
+                                   source=tok.src if tok.src is not None else self.text)
 
     def check_entry_reads(self, hidden: List[str]) -> None:
         """An entry sees its own: its parameters, the queue's pools and stage,
@@ -550,8 +568,8 @@ def _collect_reads(stmts, out: List[str], bound) -> None:
             _expr_reads(s.dst, out, bound)
             _expr_reads(s.src, out, bound)
         if isinstance(s, ast.Run):
-            for st in s.stages:
-                _expr_reads(st, out, bound)
+            for st in s.stages:  # the stage an entry runs on may be any, its index is a read
+                _expr_reads(st.index, out, bound)
         if isinstance(s, ast.Choose):
             for k in s.keys:
                 _expr_reads(k, out, bound)
@@ -617,7 +635,11 @@ class _Lower:
                 return e
             index = self.expr(e.index, bound)
             if n in self.q.pools:
-                return ast.Name("%s.%s" % (self.q.name, n), e.span, index)
+                raise self.p.error("`%s[…]` inside queue `%s`: an own pool is the member's; write `%s`"
+                                   % (n, self.q.name, n), self.call_tok)
+            if n == self.q.name:
+                raise self.p.error("`%s[…]` inside queue `%s`: the own stage is the member's; write `%s`"
+                                   % (n, n, n), self.call_tok)
             return ast.Name(n, e.span, index)
         if isinstance(e, ast.Unary):
             return ast.Unary(e.op, self.expr(e.operand, bound), e.span)
@@ -669,6 +691,7 @@ class _Lower:
                 s.lease.time = x(s.lease.time)
             if getattr(s, "bound_names", None):
                 s.bound_names = [self.attr(n) for n in s.bound_names]
+                s.read_bindings = [(self.attr(n), sp, src) for n, sp, src in s.read_bindings]
             s.body = self.stmts(s.body)
             out.append(s)
         elif isinstance(s, (ast.Grow, ast.Load)):

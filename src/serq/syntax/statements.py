@@ -2,7 +2,7 @@
 admission`` bindings, serving forms lowered to ``run``/``load``/``release``,
 statement ``def``s and queue entry calls expanded in place."""
 import copy
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..errors import Span, SyntaxError_
 from . import ast
@@ -217,6 +217,7 @@ class StatementsMixin:
         if self.accept("reuse"):
             reuse = self.paren_expr()
         bindings: List[Tuple[str, ast.Expr, Span]] = []
+        binding_src: Dict[str, Optional[str]] = {}
         if self.at("at"):
             self.next()
             self.expect("admission")
@@ -232,6 +233,7 @@ class StatementsMixin:
                 env = {n: v for n, v, _ in bindings}
                 e = subst_expr(e, env)
                 bindings.append((b.text, e, b.span()))
+                binding_src.setdefault(b.text, b.src if b.src is not None else self.text)
                 if not self.accept(","):
                     break
             self.expect(")")
@@ -276,6 +278,10 @@ class StatementsMixin:
         # names this hold binds: an enclosing hold's binding of the same
         # name is not what its body reads
         hold.bound_names = [n for n, _, _ in bindings]
+        # the bindings the body reads, each now an attribute `set` at the top
+        # of the body (in this order): (name, span of the binding, its source)
+        hold.read_bindings = [(n, bsp, binding_src.get(n)) for n, _, bsp in bindings
+                              if n in read] if bindings else []
         return hold
 
     # ------------------------------------------------------------ serving forms
@@ -306,9 +312,18 @@ class StatementsMixin:
         if self.checking_def:  # the stages above the use decide
             return role
         names = ("link", "transfer") if role == "transfer" else (role,)
-        found = [n for n in self.stage_order if n in names]
-        if not found and role in ("prefill", "decode"):
-            found = [n for n in self.stage_order if self.stages[n][0] == "step"]
+        q = self.cur_queue if self.context == "entry" else None
+        if q is None:
+            found = [n for n in self.stage_order if n in names]
+            if not found and role in ("prefill", "decode"):
+                found = [n for n in self.stage_order if self.stages[n][0] == "step"]
+        else:
+            # Inside a queue's entry (a gateway's route too) the step engine
+            # is the queue's own stage: no other step stage plays a role
+            # there, not even one named after it.
+            found = [n for n in self.stage_order if n in names and self.stages[n][0] != "step"]
+            if not found and role in ("prefill", "decode") and self.stages.get(q.name, ("",))[0] == "step":
+                found = [q.name]
         if len(found) == 1:
             return found[0]
         if not found:
