@@ -268,6 +268,7 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
             else:
                 prog.session = self.client_session
             prog.session_span = self.client_session_tok.span()
+        prog.session = self.resolve_calls(prog.session)
         hidden = [h for h, _ in prog.workload.hidden] if prog.workload is not None else []
         self.check_entry_reads(hidden)
         self.check_read_bindings(prog)

@@ -66,6 +66,30 @@ class QTransfer:
         self.span = tok.span()
 
 
+class PendingCall:
+    """An entry call (``Q[i].verb (args) [from R] [to P (n)];``, or
+    ``request Q;`` for a gateway) to a queue declared further down: expanded
+    once the whole program is read (``QueueMixin.resolve_calls``)."""
+
+    def __init__(self, qt: Token, idx, verb: Optional[Token], args: list, src_ref, to,
+                 notes: List[str]):
+        self.qt = qt
+        self.idx = idx
+        self.verb = verb  # None: `request Q;`
+        self.args = args
+        self.src_ref = src_ref
+        self.to = to  # (pool, amount) or None
+        self.notes = notes
+        self.span = qt.span()
+
+    def call_exprs(self) -> list:
+        """What the call reads where it stands (its index and arguments)."""
+        out = [self.idx] + list(self.args) + [self.src_ref]
+        if self.to is not None:
+            out.extend(self.to)
+        return [e for e in out if e is not None]
+
+
 class Entry:
     def __init__(self, verb: Token, params: List[str], src: Optional[Token], body: list):
         self.verb = verb
@@ -363,7 +387,6 @@ class QueueMixin:
     def parse_entry_call(self, out: list) -> None:
         """``Q[i].verb (args) [from S[k] | from POOL] [to POOL (n)];``"""
         qt = self.next()
-        q = self.queues[qt.text]
         idx = None
         if self.at("["):
             self.next()
@@ -372,23 +395,39 @@ class QueueMixin:
         self.expect(".")
         verb = self.expect_ident("an entry name")
         args = self.parse_args()
-        src_q = None
-        src_idx = None
-        src_pool = None
+        src_ref = None
         if self.at("from"):
             self.next()
-            ref = self.parse_ref("a queue or pool name")
-            if ref.name in self.queues:
-                src_q = self.queues[ref.name]
-                src_idx = ref.index
-            else:
-                src_pool = ref
+            src_ref = self.parse_ref("a queue or pool name")
         to = None
         if self.at("to"):
             self.next()
             dst = self.parse_ref("a pool name")
             to = (dst, self.paren_expr())
         self.expect(";")
+        call = PendingCall(qt, idx, verb, args, src_ref, to, list(self.use_notes))
+        if qt.text in self.queues:
+            self.expand_call(call, out)
+        else:  # declared below: expanded once the program is read
+            out.append(call)
+
+    def expand_call(self, call: PendingCall, out: list) -> None:
+        qt, idx, verb, args = call.qt, call.idx, call.verb, call.args
+        if verb is None:
+            self.request_gateway(qt, out)
+            return
+        q = self.queues[qt.text]
+        src_q = None
+        src_idx = None
+        src_pool = None
+        if call.src_ref is not None:
+            ref = call.src_ref
+            if ref.name in self.queues:
+                src_q = self.queues[ref.name]
+                src_idx = ref.index
+            else:
+                src_pool = ref
+        to = call.to
         label = "%s.%s" % (q.name, verb.text)
         entry = q.entry(verb.text, src_q.name if src_q is not None else None)
         if entry is None and q.entry(verb.text, None) is None and \
@@ -425,6 +464,31 @@ class QueueMixin:
             if src_pool is not None:
                 out.append(ast.Release(src_pool, qt.span()))
 
+    def resolve_calls(self, stmts: list) -> list:
+        """Expand the calls to queues declared below the call, in place (and
+        the calls their entries make), now that every queue is known."""
+        out: list = []
+        for s in stmts:
+            if isinstance(s, PendingCall):
+                saved = self.use_notes
+                self.use_notes = s.notes
+                try:
+                    expanded: list = []
+                    self.expand_call(s, expanded)
+                finally:
+                    self.use_notes = saved
+                out.extend(self.resolve_calls(expanded))
+                continue
+            if isinstance(s, ast.Hold):
+                s.body = self.resolve_calls(s.body)
+            elif isinstance(s, ast.Branch):
+                s.then = self.resolve_calls(s.then)
+                s.other = self.resolve_calls(s.other)
+            elif isinstance(s, (ast.Loop, ast.Fork)):
+                s.body = self.resolve_calls(s.body)
+            out.append(s)
+        return out
+
     def expand_entry(self, q: QueueInfo, entry: Entry, idx, args: Dict[str, ast.Expr], src_info,
                      call_tok: Token, out: list) -> None:
         self.entry_uses.append((q, entry))
@@ -433,8 +497,14 @@ class QueueMixin:
 
     def request_gateway(self, g: Token, out: list) -> None:
         q = self.queues.get(g.text)
-        if q is None or "gateway" not in q.roles:
-            raise self.error("`request %s;`: no gateway queue `%s` is declared above" % (g.text, g.text), g,
+        if q is None and self.program_names.get(g.text) == "queue":  # declared below
+            out.append(PendingCall(g, None, None, [], None, None, list(self.use_notes)))
+            return
+        if q is None:
+            raise self.error("`request %s`: no queue `%s` is declared" % (g.text, g.text), g,
+                             help="declare `queue %s : gateway { route { … } }`, or write `request;`" % g.text)
+        if "gateway" not in q.roles:
+            raise self.error("`request %s`: queue `%s` does not play `gateway`" % (g.text, g.text), g,
                              help="declare `queue %s : gateway { route { … } }`, or write `request;`" % g.text)
         entry = q.entry("route", None)
         self.expand_entry(q, entry, None, {}, None, g, out)
@@ -705,6 +775,10 @@ class _Lower:
             out.append(type(s)(self.stmts(s.body), s.span))
         elif isinstance(s, QTransfer):
             self.transfer(s, out)
+        elif isinstance(s, PendingCall):
+            to = None if s.to is None else (self.src_pool(s.to[0]), x(s.to[1]))
+            out.append(PendingCall(s.qt, x(s.idx), s.verb, [x(a) for a in s.args],
+                                   x(s.src_ref), to, s.notes))
         else:
             out.append(s)
 
