@@ -25,7 +25,7 @@ The mixin below is part of ``Parser``; it uses the parser's tokens, errors
 and statement grammar.
 """
 import copy
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..errors import Span, SyntaxError_
 from . import ast
@@ -68,11 +68,12 @@ class QTransfer:
 
 class PendingCall:
     """An entry call (``Q[i].verb (args) [from R] [to P (n)];``, or
-    ``request Q;`` for a gateway) to a queue declared further down: expanded
-    once the whole program is read (``QueueMixin.resolve_calls``)."""
+    ``request Q;`` for a gateway), as parsed: expanded once the whole
+    program is read (``QueueMixin.resolve_calls``), when every queue is
+    known, wherever it is declared."""
 
-    def __init__(self, qt: Token, idx, verb: Optional[Token], args: list, src_ref, to,
-                 notes: List[str]):
+    def __init__(self, qt: Token, idx: Optional[ast.Expr], verb: Optional[Token], args: List[ast.Expr],
+                 src_ref: Optional[ast.Name], to: Optional[Tuple[ast.Name, ast.Expr]], notes: List[str]):
         self.qt = qt
         self.idx = idx
         self.verb = verb  # None: `request Q;`
@@ -82,7 +83,7 @@ class PendingCall:
         self.notes = notes
         self.span = qt.span()
 
-    def call_exprs(self) -> list:
+    def call_exprs(self) -> List[ast.Expr]:
         """What the call reads where it stands (its index and arguments)."""
         out = [self.idx] + list(self.args) + [self.src_ref]
         if self.to is not None:
@@ -166,6 +167,11 @@ class QueueMixin:
         self.queue_pools_ahead: Dict[str, Set[str]] = {}
         # `Q[i].p` where a pool or stage is named: (queue, pool, token, notes)
         self.member_refs: List[tuple] = []
+        # `decode … from S` entries of a queue S whose entries lease nothing,
+        # reported after the calls are expanded
+        self.from_no_lease: list = []
+        # the entries being expanded by resolve_calls: (queue, verb)
+        self.resolving: List[Tuple[str, Optional[str]]] = []
 
     def parse_queue(self, prog: ast.Program) -> None:
         kw = self.next()
@@ -254,8 +260,8 @@ class QueueMixin:
             sq = self.queues.get(e.src.text)
             if sq is None:
                 raise self.error("`from %s`: no queue `%s` is declared above" % (e.src.text, e.src.text), e.src)
-            if sq.leased_pool() is None:  # the reference checks only calls: a call reports first
-                self.defer(self.error("`from %s`: no entry of `%s` leases a pool, so it has nothing to take"
+            if sq.leased_pool() is None:  # the reference checks calls first: a call reports first
+                self.from_no_lease.append(self.error("`from %s`: no entry of `%s` leases a pool, so it has nothing to take"
                                  % (sq.name, sq.name), e.src,
                                       help="lease the pool in `%s`'s entries: `hold … { … } lease POOL (t);`"
                                            % sq.name))
@@ -405,16 +411,19 @@ class QueueMixin:
             dst = self.parse_ref("a pool name")
             to = (dst, self.paren_expr())
         self.expect(";")
-        call = PendingCall(qt, idx, verb, args, src_ref, to, list(self.use_notes))
-        if qt.text in self.queues:
-            self.expand_call(call, out)
-        else:  # declared below: expanded once the program is read
-            out.append(call)
+        # expanded once the whole program is read, as the reference does (the
+        # queue may be declared below; the call's errors come after the
+        # syntax errors)
+        out.append(PendingCall(qt, idx, verb, args, src_ref, to, list(self.use_notes)))
+
+    def _cycle(self, call: PendingCall) -> SyntaxError_:
+        label = call.qt.text if call.verb is None else "%s.%s" % (call.qt.text, call.verb.text)
+        return self.error("`%s`: the entries call each other in a cycle" % label, call.qt)
 
     def expand_call(self, call: PendingCall, out: list) -> None:
         qt, idx, verb, args = call.qt, call.idx, call.verb, call.args
         if verb is None:
-            self.request_gateway(qt, out)
+            self.expand_request(qt, out)
             return
         q = self.queues[qt.text]
         src_q = None
@@ -465,19 +474,27 @@ class QueueMixin:
                 out.append(ast.Release(src_pool, qt.span()))
 
     def resolve_calls(self, stmts: list) -> list:
-        """Expand the calls to queues declared below the call, in place (and
-        the calls their entries make), now that every queue is known."""
+        """Expand the entry calls in place (and the calls their entries make,
+        depth first), now that every queue is known; a call to an entry being
+        expanded closes a cycle."""
         out: list = []
         for s in stmts:
             if isinstance(s, PendingCall):
+                key = (s.qt.text, s.verb.text if s.verb is not None else None)
                 saved = self.use_notes
                 self.use_notes = s.notes
                 try:
+                    if key in self.resolving:
+                        raise self._cycle(s)
                     expanded: list = []
                     self.expand_call(s, expanded)
                 finally:
                     self.use_notes = saved
-                out.extend(self.resolve_calls(expanded))
+                self.resolving.append(key)
+                try:
+                    out.extend(self.resolve_calls(expanded))
+                finally:
+                    self.resolving.pop()
                 continue
             if isinstance(s, ast.Hold):
                 s.body = self.resolve_calls(s.body)
@@ -496,10 +513,11 @@ class QueueMixin:
         out.extend(lw.stmts(copy.deepcopy(entry.body)))
 
     def request_gateway(self, g: Token, out: list) -> None:
+        """``request G;``: the gateway's route, expanded with the calls."""
+        out.append(PendingCall(g, None, None, [], None, None, list(self.use_notes)))
+
+    def expand_request(self, g: Token, out: list) -> None:
         q = self.queues.get(g.text)
-        if q is None and self.program_names.get(g.text) == "queue":  # declared below
-            out.append(PendingCall(g, None, None, [], None, None, list(self.use_notes)))
-            return
         if q is None:
             raise self.error("`request %s`: no queue `%s` is declared" % (g.text, g.text), g,
                              help="declare `queue %s : gateway { route { … } }`, or write `request;`" % g.text)
