@@ -191,7 +191,7 @@ def names_read(s, out: PySet[str]) -> None:
     if isinstance(s, ast.Run):
         for st in s.stages:
             _expr_names(st, out)
-    call_exprs = getattr(s, "call_exprs", None)  # a call to a queue declared below
+    call_exprs = getattr(s, "call_exprs", None)  # an entry call, expanded after the parse
     if call_exprs is not None:
         for e in call_exprs():
             _expr_names(e, out)

@@ -260,11 +260,10 @@ class QueueMixin:
             sq = self.queues.get(e.src.text)
             if sq is None:
                 raise self.error("`from %s`: no queue `%s` is declared above" % (e.src.text, e.src.text), e.src)
-            if sq.leased_pool() is None:  # the reference checks calls first: a call reports first
-                self.from_no_lease.append(self.error("`from %s`: no entry of `%s` leases a pool, so it has nothing to take"
-                                 % (sq.name, sq.name), e.src,
-                                      help="lease the pool in `%s`'s entries: `hold … { … } lease POOL (t);`"
-                                           % sq.name))
+            if sq.leased_pool() is None:  # the reference checks the calls first: a call reports first
+                self.from_no_lease.append(self.error(
+                    "`from %s`: no entry of `%s` leases a pool, so it has nothing to take" % (sq.name, sq.name),
+                    e.src, help="lease the pool in `%s`'s entries: `hold … { … } lease POOL (t);`" % sq.name))
         self.queues[qn] = q
         self.queue_order.append(qn)
 
