@@ -191,6 +191,10 @@ def names_read(s, out: PySet[str]) -> None:
     if isinstance(s, ast.Run):
         for st in s.stages:
             _expr_names(st, out)
+    call_exprs = getattr(s, "call_exprs", None)  # an entry call, expanded after the parse
+    if call_exprs is not None:
+        for e in call_exprs():
+            _expr_names(e, out)
     if isinstance(s, ast.Choose):
         for k in s.keys:
             _expr_names(k, out)

@@ -276,6 +276,9 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
             else:
                 prog.session = self.client_session
             prog.session_span = self.client_session_tok.span()
+        prog.session = self.resolve_calls(prog.session)
+        if self.from_no_lease:
+            raise self.from_no_lease[0]
         hidden = [h for h, _ in prog.workload.hidden] if prog.workload is not None else []
         self.check_entry_reads(hidden)
         self.check_read_bindings(prog)

@@ -25,7 +25,7 @@ The mixin below is part of ``Parser``; it uses the parser's tokens, errors
 and statement grammar.
 """
 import copy
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 from ..errors import Span, SyntaxError_
 from . import ast
@@ -64,6 +64,31 @@ class QTransfer:
         self.amount = amount
         self.tok = tok
         self.span = tok.span()
+
+
+class PendingCall:
+    """An entry call (``Q[i].verb (args) [from R] [to P (n)];``, or
+    ``request Q;`` for a gateway), as parsed: expanded once the whole
+    program is read (``QueueMixin.resolve_calls``), when every queue is
+    known, wherever it is declared."""
+
+    def __init__(self, qt: Token, idx: Optional[ast.Expr], verb: Optional[Token], args: List[ast.Expr],
+                 src_ref: Optional[ast.Name], to: Optional[Tuple[ast.Name, ast.Expr]], notes: List[str]):
+        self.qt = qt
+        self.idx = idx
+        self.verb = verb  # None: `request Q;`
+        self.args = args
+        self.src_ref = src_ref
+        self.to = to  # (pool, amount) or None
+        self.notes = notes
+        self.span = qt.span()
+
+    def call_exprs(self) -> List[ast.Expr]:
+        """What the call reads where it stands (its index and arguments)."""
+        out = [self.idx] + list(self.args) + [self.src_ref]
+        if self.to is not None:
+            out.extend(self.to)
+        return [e for e in out if e is not None]
 
 
 class Entry:
@@ -142,6 +167,11 @@ class QueueMixin:
         self.queue_pools_ahead: Dict[str, Set[str]] = {}
         # `Q[i].p` where a pool or stage is named: (queue, pool, token, notes)
         self.member_refs: List[tuple] = []
+        # `decode … from S` entries of a queue S whose entries lease nothing,
+        # reported after the calls are expanded
+        self.from_no_lease: list = []
+        # the entries being expanded by resolve_calls: (queue, verb)
+        self.resolving: List[Tuple[str, Optional[str]]] = []
 
     def parse_queue(self, prog: ast.Program) -> None:
         kw = self.next()
@@ -365,7 +395,6 @@ class QueueMixin:
     def parse_entry_call(self, out: list) -> None:
         """``Q[i].verb (args) [from S[k] | from POOL] [to POOL (n)];``"""
         qt = self.next()
-        q = self.queues[qt.text]
         idx = None
         if self.at("["):
             self.next()
@@ -374,23 +403,42 @@ class QueueMixin:
         self.expect(".")
         verb = self.expect_ident("an entry name")
         args = self.parse_args()
-        src_q = None
-        src_idx = None
-        src_pool = None
+        src_ref = None
         if self.at("from"):
             self.next()
-            ref = self.parse_ref("a queue or pool name")
-            if ref.name in self.queues:
-                src_q = self.queues[ref.name]
-                src_idx = ref.index
-            else:
-                src_pool = ref
+            src_ref = self.parse_ref("a queue or pool name")
         to = None
         if self.at("to"):
             self.next()
             dst = self.parse_ref("a pool name")
             to = (dst, self.paren_expr())
         self.expect(";")
+        # expanded once the whole program is read, as the reference does (the
+        # queue may be declared below; the call's errors come after the
+        # syntax errors)
+        out.append(PendingCall(qt, idx, verb, args, src_ref, to, list(self.use_notes)))
+
+    def _cycle(self, call: PendingCall) -> SyntaxError_:
+        label = call.qt.text if call.verb is None else "%s.%s" % (call.qt.text, call.verb.text)
+        return self.error("`%s`: the entries call each other in a cycle" % label, call.qt)
+
+    def expand_call(self, call: PendingCall, out: list) -> None:
+        qt, idx, verb, args = call.qt, call.idx, call.verb, call.args
+        if verb is None:
+            self.expand_request(qt, out)
+            return
+        q = self.queues[qt.text]
+        src_q = None
+        src_idx = None
+        src_pool = None
+        if call.src_ref is not None:
+            ref = call.src_ref
+            if ref.name in self.queues:
+                src_q = self.queues[ref.name]
+                src_idx = ref.index
+            else:
+                src_pool = ref
+        to = call.to
         label = "%s.%s" % (q.name, verb.text)
         entry = q.entry(verb.text, src_q.name if src_q is not None else None)
         if entry is None and q.entry(verb.text, None) is None and \
@@ -427,6 +475,39 @@ class QueueMixin:
             if src_pool is not None:
                 out.append(ast.Release(src_pool, qt.span()))
 
+    def resolve_calls(self, stmts: list) -> list:
+        """Expand the entry calls in place (and the calls their entries make,
+        depth first), now that every queue is known; a call to an entry being
+        expanded closes a cycle."""
+        out: list = []
+        for s in stmts:
+            if isinstance(s, PendingCall):
+                key = (s.qt.text, s.verb.text if s.verb is not None else None)
+                saved = self.use_notes
+                self.use_notes = s.notes
+                try:
+                    if key in self.resolving:
+                        raise self._cycle(s)
+                    expanded: list = []
+                    self.expand_call(s, expanded)
+                finally:
+                    self.use_notes = saved
+                self.resolving.append(key)
+                try:
+                    out.extend(self.resolve_calls(expanded))
+                finally:
+                    self.resolving.pop()
+                continue
+            if isinstance(s, ast.Hold):
+                s.body = self.resolve_calls(s.body)
+            elif isinstance(s, ast.Branch):
+                s.then = self.resolve_calls(s.then)
+                s.other = self.resolve_calls(s.other)
+            elif isinstance(s, (ast.Loop, ast.Fork)):
+                s.body = self.resolve_calls(s.body)
+            out.append(s)
+        return out
+
     def expand_entry(self, q: QueueInfo, entry: Entry, idx, args: Dict[str, ast.Expr], src_info,
                      call_tok: Token, out: list) -> None:
         self.entry_uses.append((q, entry))
@@ -434,9 +515,16 @@ class QueueMixin:
         out.extend(lw.stmts(copy.deepcopy(entry.body)))
 
     def request_gateway(self, g: Token, out: list) -> None:
+        """``request G;``: the gateway's route, expanded with the calls."""
+        out.append(PendingCall(g, None, None, [], None, None, list(self.use_notes)))
+
+    def expand_request(self, g: Token, out: list) -> None:
         q = self.queues.get(g.text)
-        if q is None or "gateway" not in q.roles:
-            raise self.error("`request %s;`: no gateway queue `%s` is declared above" % (g.text, g.text), g,
+        if q is None:
+            raise self.error("`request %s`: no queue `%s` is declared" % (g.text, g.text), g,
+                             help="declare `queue %s : gateway { route { … } }`, or write `request;`" % g.text)
+        if "gateway" not in q.roles:
+            raise self.error("`request %s`: queue `%s` does not play `gateway`" % (g.text, g.text), g,
                              help="declare `queue %s : gateway { route { … } }`, or write `request;`" % g.text)
         entry = q.entry("route", None)
         self.expand_entry(q, entry, None, {}, None, g, out)
@@ -707,6 +795,10 @@ class _Lower:
             out.append(type(s)(self.stmts(s.body), s.span))
         elif isinstance(s, QTransfer):
             self.transfer(s, out)
+        elif isinstance(s, PendingCall):
+            to = None if s.to is None else (self.src_pool(s.to[0]), x(s.to[1]))
+            out.append(PendingCall(s.qt, x(s.idx), s.verb, [x(a) for a in s.args],
+                                   x(s.src_ref), to, s.notes))
         else:
             out.append(s)
 

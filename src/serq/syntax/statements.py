@@ -69,7 +69,8 @@ class StatementsMixin:
                     raise self.error("`%s` is an expression (`def %s(…) = …;`), not statements" % (w, w), t)
                 self.expand_stmt_def(info, out)
                 return
-        if w in self.queues and nxt.kind == PUNCT and nxt.text in ("[", ".") and not (
+        if (w in self.queues or self.program_names.get(w) == "queue") and nxt.kind == PUNCT \
+                and nxt.text in ("[", ".") and not (
                 nxt.text == "." and self.peek(3).kind == PUNCT and self.peek(3).text == "=") :
             self.parse_entry_call(out)
             return
