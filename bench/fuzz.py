@@ -46,7 +46,7 @@ import step_programs  # noqa: E402
 
 EXAMPLES = example_sources(ROOT)
 _tree = None  # the worker's copy of examples/ and lib/
-_trace = os.path.join(ROOT, "tests", "programs", "diverge", "data", "two.csv")
+_trace = os.path.join(ROOT, "tests", "programs", "warn", "data", "two.csv")
 
 
 def _init():

@@ -15,7 +15,7 @@ from grammar_programs import HypothesisChoices, hypothesis_programs, mutate
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 30  # seconds of wall time per case; a case takes milliseconds
-TRACE = Path(__file__).resolve().parent / "programs" / "diverge" / "data" / "two.csv"
+TRACE = Path(__file__).resolve().parent / "programs" / "warn" / "data" / "two.csv"
 EXAMPLES = example_sources(str(ROOT))
 
 

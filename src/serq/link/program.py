@@ -655,27 +655,7 @@ class Linker:
         checked those bindings)."""
         wl = self.prog.workload
         blocks = ([wl.init, wl.turn] if wl else []) + [self.prog.session]
-        sets: Dict[str, int] = {}
-        holds = []
-
-        def scan(stmts) -> None:
-            for st in stmts:
-                t = type(st)
-                if t is ast.Set or t is ast.Choose:
-                    name = st.name if t is ast.Set else st.var
-                    sets[name] = sets.get(name, 0) + 1
-                elif t is ast.Hold:
-                    holds.append(st)
-                    # the `set`s the parser wrote for the bindings the body reads
-                    scan(st.body[len(getattr(st, "read_bindings", None) or []):])
-                    continue
-                for f in ("body", "then", "other"):
-                    sub = getattr(st, f, None)
-                    if sub:
-                        scan(sub)
-
-        for b in blocks:
-            scan(b)
+        sets, holds = ast.sets_and_holds(blocks)
         for h in holds:
             read = {n for n, _, _ in getattr(h, "read_bindings", None) or []}
             for name in getattr(h, "bound_names", None) or []:

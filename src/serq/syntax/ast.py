@@ -13,7 +13,7 @@ Array sizes are resolved by the parser (they may read earlier ``let``s), so a
 declaration's ``size`` is an ``int`` or ``None`` for a single member.
 """
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 from ..errors import SerqWarning, Span
 
@@ -419,3 +419,31 @@ def walk(stmts: List[Stmt]):
         elif t is Branch:
             yield from walk(s.then)
             yield from walk(s.other)
+
+
+def sets_and_holds(blocks: List[List[Stmt]]) -> Tuple[Dict[str, int], List["Hold"]]:
+    """Over the given blocks and their nested blocks: how many statements set
+    each attribute (`set`, and `choose` of its variable), leaving out the
+    `set`s the parser writes at the top of a hold's body for the bindings the
+    body reads; and every hold, in program order."""
+    sets: Dict[str, int] = {}
+    holds: List[Hold] = []
+
+    def scan(stmts: list) -> None:
+        for st in stmts:
+            t = type(st)
+            if t is Set or t is Choose:
+                name = st.name if t is Set else st.var
+                sets[name] = sets.get(name, 0) + 1
+            elif t is Hold:
+                holds.append(st)
+                scan(st.body[len(getattr(st, "read_bindings", None) or []):])
+                continue
+            for f in ("body", "then", "other"):
+                sub = getattr(st, f, None)
+                if sub:
+                    scan(sub)
+
+    for b in blocks:
+        scan(b)
+    return sets, holds

@@ -307,29 +307,8 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         rule is reported, then likewise for the second."""
         wl = prog.workload
         blocks = ([wl.init, wl.turn] if wl is not None else []) + [prog.session]
-        holds: List[ast.Hold] = []
-        sets: Dict[str, int] = {}  # names set other than by a binding
-
-        def scan(stmts: list) -> None:
-            for st in stmts:
-                t = type(st)
-                if t is ast.Set:
-                    sets[st.name] = sets.get(st.name, 0) + 1
-                elif t is ast.Choose:
-                    sets[st.var] = sets.get(st.var, 0) + 1
-                elif t is ast.Hold:
-                    rb = getattr(st, "read_bindings", None) or []
-                    if rb:
-                        holds.append(st)
-                    scan(st.body[len(rb):])  # the binding's own `set`s first
-                    continue
-                for f in ("body", "then", "other"):
-                    sub = getattr(st, f, None)
-                    if sub:
-                        scan(sub)
-
-        for b in blocks:
-            scan(b)
+        sets, every = ast.sets_and_holds(blocks)  # sets: other than by a binding
+        holds = [h for h in every if getattr(h, "read_bindings", None)]
         if not holds:
             return
         for h in holds:

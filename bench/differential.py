@@ -1,0 +1,261 @@
+"""serq against pyserq 0.1.3 over many programs: who accepts, who refuses,
+and whether what both accept gives the same IR and the same report bytes.
+
+    python bench/differential.py [--seeds 0:20000] [--corpus] [--workers N]
+                                 [--limit 20] [--json FILE]
+
+Programs:
+
+* ``--seeds LO:HI``: the grammar fuzzer's programs
+  (``tests/grammar_programs.py``, ``RandomChoices(seed)``), valid or nearly
+  valid, each with a small horizon;
+* ``--corpus``: every program of ``tests/programs/*/`` (with its
+  ``// serq-args:`` header) and of ``examples/``.
+
+Each program is compiled by both; a program both compile is run by both
+(each bounded by ``--limit`` seconds) and its IR JSON and report JSON
+compared.  The outcome of a program is one of
+
+* ``same``: both compile to the same IR and both runs give the same report
+  bytes (or both runs fail);
+* ``refused by both``;
+* ``refused by serq alone``: listed by serq's message (with a seed), each
+  of which must be a refusal ``docs/divergences.md`` gives with what 0.1.3
+  does wrong;
+* ``refused by pyserq alone``, ``IR differs``, ``report differs``, ``run
+  fails in one``, ``hang``: findings to look at (the exit status is 1 when
+  there is any).
+
+serq's warnings are counted per message on programs both accept.
+"""
+import argparse
+import collections
+import json
+import multiprocessing
+import os
+import re
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "src")]
+
+TRACE = os.path.join(ROOT, "tests", "programs", "warn", "data", "two.csv")
+GOOD = ("same", "refused by both", "refused by serq alone", "pyserq hangs, serq's run fails")
+
+
+def _first_line(text):
+    return str(text).strip().splitlines()[0] if str(text).strip() else ""
+
+
+def _shape(message):
+    """A message with its names and numbers taken out, to group by."""
+    m = re.sub(r"^.*?(error|warning): ", "", message)
+    m = re.sub(r"`[^`]*`", "`_`", m)
+    return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "N", m)
+
+
+def _reference_run(prog, limit):
+    """pyserq's report JSON, or ``("fail", message)``, or ``None`` when it
+    runs past ``limit`` seconds: run in a forked child, killed at the limit
+    (a hung run holds a core and cannot be interrupted from Python)."""
+    import select
+    import signal
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, write the outcome, leave at once
+        os.close(r)
+        try:
+            import pyserq
+            try:
+                out = ["report", pyserq.run(prog).json()]
+            except Exception as e:  # the reference raises ValueError on a failed run
+                out = ["fail", _first_line(e)]
+            data = json.dumps(out).encode()
+            while data:
+                data = data[os.write(w, data):]
+        finally:
+            os._exit(0)
+    os.close(w)
+    chunks, deadline = [], time.monotonic() + limit
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([r], [], [], left)[0]:
+                os.kill(pid, signal.SIGKILL)
+                return None
+            b = os.read(r, 1 << 16)
+            if not b:
+                break
+            chunks.append(b)
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    kind, value = json.loads(b"".join(chunks).decode())
+    return value if kind == "report" else ("fail", value)
+
+
+def compare(text, path=None, kwargs=None, limit=20.0):
+    """(outcome, detail, warnings) for one program's text (or file)."""
+    import pyserq
+    from fuzz_cases import Failure, bounded
+    from serq.compiler import compile_program
+    from serq.errors import RunError, SerqError
+    from serq.ir.json import dumps
+    from serq.report.jsonfmt import report_json
+    from serq.runner import run_program
+    kwargs = kwargs or {}
+    try:
+        if path is not None:
+            ref = pyserq.compile(path=path, **kwargs)
+        else:
+            ref = pyserq.compile(source=text, **kwargs)
+        ref_error = None
+    except Exception as e:
+        ref, ref_error = None, _first_line(e)
+    try:
+        if path is not None:
+            ours = compile_program(path, **kwargs)
+        else:
+            ours = compile_program(source=text, **kwargs)
+        our_error = None
+    except SerqError as e:
+        ours, our_error = None, _first_line(e.render())
+    except RecursionError:
+        ours, our_error = None, "the input nests too deeply"
+    if ours is None and ref is None:
+        return "refused by both", our_error, []
+    if ours is None:
+        return "refused by serq alone", our_error, []
+    warnings = [_shape(_first_line(w.render())) for w in ours.warnings]
+    if ref is None:
+        return "refused by pyserq alone", ref_error, warnings
+    if json.loads(dumps(ours)) != json.loads(ref.to_json()):
+        return "IR differs", None, warnings
+    try:
+        our_report = bounded(limit, lambda: report_json(run_program(ours)))
+    except RunError as e:
+        our_report = ("fail", _first_line(e.render()))
+    except Failure as f:
+        return "hang", "serq: " + f.detail, warnings
+    ref_report = _reference_run(ref, limit)
+    if ref_report is None:
+        if isinstance(our_report, tuple):
+            return "pyserq hangs, serq's run fails", our_report[1], warnings
+        return "hang", "pyserq ran past %s s, serq reported" % limit, warnings
+    if isinstance(our_report, tuple) or isinstance(ref_report, tuple):
+        if isinstance(our_report, tuple) and isinstance(ref_report, tuple):
+            return "same", None, warnings
+        return "run fails in one", "serq: %s | pyserq: %s" % (
+            our_report[1] if isinstance(our_report, tuple) else "report",
+            ref_report[1] if isinstance(ref_report, tuple) else "report"), warnings
+    if our_report != ref_report:
+        return "report differs", None, warnings
+    return "same", None, warnings
+
+
+def case(job):
+    kind, key, limit = job
+    import grammar_programs
+    from corpus import header_kwargs, in_dir
+    from pathlib import Path
+    try:
+        if kind == "seed":
+            text = grammar_programs.program(grammar_programs.RandomChoices(key), TRACE)
+            return (kind, key) + compare(text, limit=limit)
+        p = Path(key)
+        text = p.read_text()
+        with in_dir(p.parent):
+            return (kind, key) + compare(text, p.name, header_kwargs(text), limit)
+    except Exception as e:  # a failure of this harness or of serq: a finding
+        import traceback
+        return kind, key, "crash", "%s: %s %s" % (type(e).__name__, e,
+                                                 traceback.format_exc(limit=-3)), []
+
+
+def corpus_files():
+    out = []
+    for folder in sorted(os.listdir(os.path.join(ROOT, "tests", "programs"))):
+        d = os.path.join(ROOT, "tests", "programs", folder)
+        if os.path.isdir(d) and folder != "reports":
+            out += sorted(os.path.join(d, f) for f in os.listdir(d)
+                          if f.endswith(".sq") and not f.startswith("big_"))
+    ex = os.path.join(ROOT, "examples")
+    out += sorted(os.path.join(ex, f) for f in os.listdir(ex) if f.endswith(".sq"))
+    return out
+
+
+def group(path):
+    parts = os.path.relpath(path, ROOT).split(os.sep)
+    return parts[-2]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", default=None, help="LO:HI, grammar fuzzer seeds")
+    ap.add_argument("--corpus", action="store_true", help="tests/programs and examples")
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--limit", type=float, default=20.0, help="seconds per run")
+    ap.add_argument("--json", metavar="FILE")
+    a = ap.parse_args(argv)
+    jobs = []
+    if a.seeds:
+        lo, _, hi = a.seeds.partition(":")
+        jobs += [("seed", s, a.limit) for s in range(int(lo), int(hi))]
+    if a.corpus:
+        jobs += [("file", f, a.limit) for f in corpus_files()]
+    if not jobs:
+        ap.error("give --seeds LO:HI, --corpus or both")
+    t0 = time.monotonic()
+    counts = collections.defaultdict(collections.Counter)
+    examples = collections.defaultdict(dict)  # outcome -> message shape -> (n, key, message)
+    warned = collections.Counter()
+    rows = []
+    with multiprocessing.Pool(a.workers, maxtasksperchild=200) as pool:
+        for n, (kind, key, outcome, detail, warnings) in enumerate(
+                pool.imap_unordered(case, jobs, chunksize=4), 1):
+            fam = "grammar" if kind == "seed" else group(key)
+            counts[fam][outcome] += 1
+            for w in set(warnings):
+                warned[w] += 1
+            if outcome != "same":
+                shape = _shape(detail or outcome)
+                k, msg = (key if kind == "seed" else os.path.relpath(key, ROOT)), detail
+                got = examples[outcome].get(shape)
+                examples[outcome][shape] = (1 + (got[0] if got else 0),
+                                            got[1] if got else k, got[2] if got else msg)
+            rows.append([kind, key if kind == "seed" else os.path.relpath(key, ROOT), outcome,
+                         detail, warnings])
+            if n % 2000 == 0:
+                sys.stderr.write("%d/%d programs, %.0f s\n" % (n, len(jobs), time.monotonic() - t0))
+    wall = time.monotonic() - t0
+    outcomes = sorted({o for c in counts.values() for o in c},
+                      key=lambda o: (o not in GOOD, GOOD.index(o) if o in GOOD else 0, o))
+    print("serq vs pyserq 0.1.3: %d program(s) in %.0f s on %d worker(s)\n"
+          % (len(jobs), wall, a.workers))
+    print("| programs | total | " + " | ".join(outcomes) + " |")
+    print("|---|---|" + "---|" * len(outcomes))
+    for fam in sorted(counts, key=lambda f: (f != "grammar", f)):
+        c = counts[fam]
+        print("| %s | %d | %s |" % (fam, sum(c.values()),
+                                    " | ".join(str(c.get(o, 0)) for o in outcomes)))
+    for outcome in outcomes:
+        if outcome in ("same", "refused by both"):
+            continue
+        print("\n%s, by message:" % outcome)
+        for shape, (n, key, msg) in sorted(examples[outcome].items(), key=lambda x: -x[1][0]):
+            print("- %d x %s (e.g. %s: %s)" % (n, shape[:150], key, (msg or "")[:200]))
+    if warned:
+        print("\nwarnings on programs both accept (programs warned):")
+        for w, n in warned.most_common():
+            print("- %d x %s" % (n, w[:150]))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"programs": len(jobs), "seconds": round(wall),
+                       "counts": {k: dict(v) for k, v in counts.items()}, "rows": rows}, f)
+    bad = sum(c[o] for c in counts.values() for o in c if o not in GOOD)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
