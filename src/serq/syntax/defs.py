@@ -86,25 +86,22 @@ class DefsMixin:
             raise self.error("`%s` is defined twice" % n, name, help="rename or remove one definition")
         self.expect("(")
         params: List[Token] = []
+        shadowing: List[Token] = []  # parameters named like a let, pool or stage
         if not self.at(")"):
             while True:
                 p = self.expect_ident("a parameter name")
                 if p.text in LANGUAGE_WORDS or p.text in RETIRED:
                     raise self.error("`%s` is a word of the language" % p.text, p)
                 if p.text in self.program_names:
-                    # as in serQ 0.1.3, the parameter shadows the program's
-                    # name in the body
-                    self.warn("parameter `%s` of `%s` shadows the %s `%s`: in the body, `%s` is "
-                              "the argument" % (p.text, n, self.program_names[p.text], p.text,
-                                               p.text), p,
-                              help="rename the parameter if the body means the %s"
-                                   % self.program_names[p.text])
+                    shadowing.append(p)
                 if any(q.text == p.text for q in params):
                     raise self.error("parameter `%s` is named twice" % p.text, p)
                 params.append(p)
                 if not self.accept(","):
                     break
         self.expect(")")
+        if shadowing:
+            self.warn_shadowing(n, shadowing)
         body: List[Token] = []
         if self.accept("="):
             is_block = False
@@ -179,6 +176,21 @@ class DefsMixin:
         self.def_order.append(n)
         if body and not any(t.file.startswith("--def") for t in body):
             self.check_body(self.defs[n])
+
+    def warn_shadowing(self, name: str, params: List[Token]) -> None:
+        """One warning for a definition's parameters that shadow a program
+        name: as in serQ 0.1.3, in the body each such name is the argument."""
+        def one(p: Token) -> str:
+            return "the %s `%s`" % (self.program_names[p.text], p.text)
+        if len(params) == 1:
+            what = "parameter `%s` of `%s` shadows %s" % (params[0].text, name, one(params[0]))
+        else:
+            what = "parameters %s of `%s` shadow %s" % (
+                ", ".join("`%s`" % p.text for p in params), name, ", ".join(one(p) for p in params))
+        self.warn("%s: in the body, each is the argument" % what if len(params) > 1 else
+                  "%s: in the body, `%s` is the argument" % (what, params[0].text), params[0],
+                  help="harmless where every use passes the same name; rename the parameter%s if "
+                       "the body means the program's" % ("s" if len(params) > 1 else ""))
 
     def check_body(self, info: DefInfo) -> None:
         """Parse a definition's body where it is declared, so a syntax error
