@@ -166,3 +166,19 @@ def test_invariant_holds_when_a_reuser_is_preempted():
     # serq keeps used + cached <= cap (docs/divergences.md).
     text = (ROOT / "tests" / "programs" / "steps" / "growing_lifo_det.sq").read_text()
     assert run_case(text, 5000, check_invariants=True) == "report"
+
+
+def test_call_of_a_queue_declared_inside_a_def_body_is_a_located_error():
+    """Differential seed 18645: a `def … = …` missing its `;` runs on over a
+    queue's declaration, so the queue is never declared; a call of it was a
+    KeyError (internal error). pyserq refuses the program too."""
+    src = ("def svc(x) = x * 2\nqueue D : decode {\n  serve step { budget 8; cost 1; };\n"
+           "  decode (n) { run D decode (n); }\n}\nstage s : delay;\n"
+           "workload { arrive batch(1); }\nsession { D.decode (2); }\nrun { horizon 1; }\n")
+    with pytest.raises(SyntaxError_) as e:
+        compile_program(source=src)
+    assert (e.value.span.line, e.value.span.col) == (8, 11)
+    assert "no queue `D` is declared" in e.value.message
+    pyserq = pytest.importorskip("pyserq")
+    with pytest.raises(ValueError):
+        pyserq.compile(source=src)

@@ -427,7 +427,11 @@ class QueueMixin:
         if verb is None:
             self.expand_request(qt, out)
             return
-        q = self.queues[qt.text]
+        q = self.queues.get(qt.text)
+        if q is None:  # the name looked like a queue's, but no queue took it
+            raise self.error("unknown statement `%s`: no queue `%s` is declared" % (qt.text, qt.text), qt,
+                             help="declare `queue %s { … }`; one written inside a `def`'s body (a `def … = …` "
+                                  "missing its `;` runs on to the next `;`) declares nothing" % qt.text)
         src_q = None
         src_idx = None
         src_pool = None
