@@ -93,7 +93,13 @@ class ExprLinker:
                                  "clause: such a hold consumes nothing of the cached prefix, so "
                                  "`cached` is 0 there" % m.no_cache_hold, None,
                                  help="write `cache (0)` after the hold to consume the prefix")
-            if not m.attrs:
+            if not m.attrs and m.nan_attrs:
+                self.scope.warn(m.context + "%s reads the session attribute `%s`, but has no "
+                                "session: it reads NaN there (0.1.3 runs a NaN chunk as no limit)"
+                                % (m.name or "this expression", n), e.span,
+                                help="read constants and pool or stage queries here; "
+                                     "`chunk 0` for no limit")
+            elif not m.attrs:
                 self.invalid(m, "%s reads the session attribute `%s`, but has no session"
                                  % (m.name or "this expression", n), e,
                                  help="read constants and pool or stage queries here")

@@ -412,7 +412,9 @@ class Linker:
                     "Ps", "a ps stage's capacity", context=ctx, stage=member)))
                 if i == 0:
                     self._positive(d.capacity, ctx + "`ps(%s)`: a negative capacity makes the "
-                                   "work left grow, more than was ever given", strict=False)
+                                   "work left grow, more than was ever given", strict=False,
+                                   nan_msg=ctx + "`ps(NaN)`: a NaN capacity finishes no job: every "
+                                   "job run on the stage waits for ever")
                     if self._const_is(d.capacity, 0.0):
                         self.scope.warn(ctx + "`ps(0)` serves nothing: every job run on it waits "
                                         "for ever (the stage reads as busy)", d.capacity.span,
@@ -429,7 +431,7 @@ class Linker:
         bm = moment("Budget", "a step stage's budget", context=ctx, stage=member)
         budget = ir.Num(math.inf) if o.budget is None else self.ex.expr(o.budget, bm)
         chunk = ir.Num(0.0) if o.chunk is None else self.ex.expr(
-            o.chunk, bm.replace(name="a step stage's chunk"))
+            o.chunk, bm.replace(name="a step stage's chunk", nan_attrs=True))
         cost = self.ex.expr(o.cost, moment("Step", "a step stage's cost", context=ctx,
                                            stage=member))
         if member == fam.base:
@@ -449,8 +451,9 @@ class Linker:
                                     "is" % _fmt(c), o.chunk.span,
                                     help="write `chunk 0` for no limit, or a positive chunk")
                 elif c is not None and c != c:
-                    self.scope.defer(LinkError(ctx + "`chunk nan`: a chunk is a number of tokens",
-                                               o.chunk.span))
+                    # 0.1.3 runs a NaN chunk as no limit
+                    self.scope.warn(ctx + "`chunk NaN` is no limit, as `chunk 0` is", o.chunk.span,
+                                    help="write `chunk 0` for no limit, or a positive chunk")
         granule = None
         if o.granule is not None:
             g = _fold(o.granule, self.scope, ctx + "granule")
@@ -503,13 +506,16 @@ class Linker:
         except (consts.NotConstant, LinkError):
             return False
 
-    def _positive(self, e: ast.Expr, msg: str, strict: bool) -> None:
-        """Refuse a constant that is not above 0 (or, with ``strict`` off, below 0)."""
+    def _positive(self, e: ast.Expr, msg: str, strict: bool, nan_msg: Optional[str] = None) -> None:
+        """Refuse a constant that is not above 0 (or, with ``strict`` off, below
+        0); ``nan_msg``, if given, says what is wrong with a NaN."""
         try:
             v = consts.fold(e, self.scope.lets)
         except (consts.NotConstant, LinkError):
             return
-        if v != v or v < 0 or (strict and v == 0):
+        if v != v and nan_msg is not None:
+            self.scope.defer(LinkError(nan_msg, e.span))
+        elif v != v or v < 0 or (strict and v == 0):
             self.scope.defer(LinkError(msg % _fmt(v), e.span))
 
     def istmt(self, s, pm, sm, member):

@@ -69,6 +69,9 @@ class Moment:
     nospan: bool = False
     # Inside the body of a hold without `cache` (the innermost hold's pool name).
     no_cache_hold: str = ""
+    # A session attribute read here reads NaN in 0.1.3, to no harm (a step's
+    # chunk: NaN is no limit): a warning, not an error.
+    nan_attrs: bool = False
 
     def replace(self, **kw) -> "Moment":
         return _copy(self, kw)

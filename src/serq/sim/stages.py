@@ -217,10 +217,10 @@ class Fifo(Stage):
         # What is left of a job in service is its work less the time served
         # (not its finish time less now: the two differ in the last bits).
         total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
-        for job in self.waiting:
-            total += job[1]
         for job in self.in_service.values():
             total += job[1] - (now - job[3])
+        for job in self.waiting:
+            total += job[1]
         return total
 
 

@@ -37,6 +37,41 @@ def reads_totals(*exprs):
     return False
 
 
+def _attr_slots(e):
+    """The session attribute slots an IR expression reads."""
+    out = []
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, (list, tuple)):
+            todo.extend(x)
+        elif type(x) is ir.Attr:
+            out.append(x.slot)
+        elif hasattr(x, "__dataclass_fields__"):
+            todo.extend(getattr(x, f) for f in x.__dataclass_fields__)
+    return out
+
+
+def reads_attrs(e):
+    return bool(_attr_slots(e))
+
+
+def nan_attrs(fn, e):
+    """``fn`` (an expression read with no session) with every session
+    attribute reading NaN, as in 0.1.3 (a step's chunk; NaN there is no
+    limit)."""
+    nan = [math.nan] * (max(_attr_slots(e)) + 1)
+
+    def read(ctx):
+        saved = ctx.a
+        ctx.a = nan
+        try:
+            return fn(ctx)
+        finally:
+            ctx.a = saved
+    return read
+
+
 class StepJob(object):
     """A resident: one `run E prefill|decode (n) [growing P]` of a session."""
     __slots__ = ("session", "decode", "remaining", "grow", "arrived", "gone", "stalled",
@@ -158,6 +193,8 @@ class Step(Stage):
         self.budget = c.fast(spec.budget)
         self.cost = c.fast(spec.cost)
         self.chunk = c.fast(spec.chunk)
+        if reads_attrs(spec.chunk):
+            self.chunk = nan_attrs(self.chunk, spec.chunk)
         self.granule = None if spec.granule is None else spec.granule.value
         self.exclusive = spec.serve == "ExclusivePrefill"
         self.serve_keys = [] if self.exclusive else [c.fast(k) for k in spec.serve]
@@ -284,6 +321,8 @@ class Step(Stage):
             self.totals(ctx, self.residents)
         B = self.budget(ctx)
         C = self.chunk(ctx)
+        if C != C:  # a NaN chunk (an attribute read with no session) is no limit
+            C = 0.0
         self.preempted_now = False
         self.preempt_count = 0
         if self.fast and sim.trace_iterations is None:
@@ -654,6 +693,8 @@ class Step(Stage):
         self.totals(ctx, self.residents)
         b = self.budget(ctx)
         c = self.chunk(ctx)
+        if c != c:
+            c = 0.0
         return max(0.0, b - self.demand(c))
 
     def serving_order(self, keys=None):
