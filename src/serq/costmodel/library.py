@@ -215,15 +215,23 @@ def summary(d: Deployment) -> str:
     n = max(1, d.max_batched_tokens // CONTEXT)
     w("  prefill        %s tokens/s (steps of %d prompts of %d tokens)" % (
         _thousands(round(d.prefill_rate())), n, CONTEXT))
-    parts = []
+    parts, bounds = [], []
     for b in (1, 32, 256):
         compute, memory, _, _ = d.step_parts(b, b, b * CONTEXT, 0, 0)
-        parts.append("%d: %.2f ms (%s)" % (b, d.decode_step(b) * 1e3,
-                                           "memory" if memory >= compute else "compute"))
-    w("  decode step    batch %s, each with %d tokens of context" % (", ".join(parts), CONTEXT))
-    w("  assumptions    %g of peak FLOP/s (%s %g TFLOP/s), %g of peak bandwidth (%g GB/s), "
-      "%g ms a step" % (COMPUTE_EFF, d.peak_label, d.peak_flops / 1e12, MEMORY_EFF,
-                         d.gpu.bandwidth_gbs, STEP_OVERHEAD * 1e3))
+        bounds.append("memory" if memory >= compute else "compute")
+        over = "*" if b * CONTEXT > d.kv_tokens() else ""
+        parts.append("batch %d %.2f ms%s" % (b, d.decode_step(b) * 1e3, over))
+    if len(set(bounds)) == 1:
+        tail = " (%s bound)" % bounds[0]
+    else:
+        parts = ["%s (%s)" % (t, b) for t, b in zip(parts, bounds)]
+        tail = ""
+    w("  decode step    %s%s," % (", ".join(parts), tail))
+    w("                 each decode with %d tokens of context%s" % (
+        CONTEXT, "; * more than the cache holds" if 256 * CONTEXT > d.kv_tokens() else ""))
+    w("  assumptions    %g of peak FLOP/s (%s %g TFLOP/s), %g of peak bandwidth (%g GB/s)," % (
+        COMPUTE_EFF, d.peak_label, d.peak_flops / 1e12, MEMORY_EFF, d.gpu.bandwidth_gbs))
+    w("                 %g ms a step outside the GPU's work" % (STEP_OVERHEAD * 1e3))
     return "\n".join(L) + "\n"
 
 

@@ -293,14 +293,14 @@ def deploy(model: Model, gpu: Gpu, tp: int = 1, dtype: Optional[str] = None,
     if d.weight_bytes() >= usable:
         raise SerqError(
             "the weights of %s take %.1f GiB a GPU (%s, tp %d), more than the %.1f GiB vLLM may "
-            "use of a %s (%.1f GiB x %s)" % (
+            "use on one %s (%.1f GiB x %s)" % (
                 model.name, d.weight_bytes() / GIB, _dtype_label(d), tp, usable / GIB, gpu.name,
                 gpu.usable_gib, _num(utilization)),
             help="spread them over more GPUs (--tp), use FP8 weights (--dtype fp8), or a GPU "
                  "with more memory")
     if d.kv_blocks() < 1:
         raise SerqError(
-            "no room for the KV cache of %s on a %s: %.1f GiB usable, less %.1f GiB of weights "
+            "no room for the KV cache of %s on one %s: %.1f GiB usable, less %.1f GiB of weights "
             "and %.1f GiB of activations and runtime, leaves %.2f GiB, less than a block of %d "
             "tokens (%d bytes)" % (model.name, gpu.name, usable / GIB, d.weight_bytes() / GIB,
                                    d.reserve_bytes() / GIB, d.kv_bytes() / GIB, block_size,
