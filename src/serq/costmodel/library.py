@@ -134,12 +134,15 @@ def render(d: Deployment, prefix: str = "cost", file_name: str = "costs.sq") -> 
     w("def %s_kv_token_bytes() = %d;" % (P, d.kv_token_bytes()))
     w("")
     w("// ---- the roofline's parameters: estimates, not measurements (docs/costs.md) ----")
-    w("def %s_compute_eff() = %s;     // share of peak FLOP/s the matrix multiplies reach"
-      % (P, num(COMPUTE_EFF)))
-    w("def %s_memory_eff() = %s;      // share of peak bandwidth the weight and KV reads reach"
-      % (P, num(MEMORY_EFF)))
-    w("def %s_step_overhead() = %s; // seconds a step spends outside GPU work" % (
-        P, num(STEP_OVERHEAD)))
+    params = [("def %s_compute_eff() = %s;" % (P, num(COMPUTE_EFF)),
+               "share of peak FLOP/s the matrix multiplies reach"),
+              ("def %s_memory_eff() = %s;" % (P, num(MEMORY_EFF)),
+               "share of peak bandwidth the weight and KV reads reach"),
+              ("def %s_step_overhead() = %s;" % (P, num(STEP_OVERHEAD)),
+               "seconds a step spends outside GPU work")]
+    width = max(len(code) for code, _ in params)
+    for code, comment in params:
+        w("%s  // %s" % (code.ljust(width), comment))
     w("")
     w("// ---- a step's work on one GPU ----")
     w("// FLOPs: 2 x %.4g matrix parameters a scheduled token (%s active a token, less the" % (
@@ -193,7 +196,7 @@ def render(d: Deployment, prefix: str = "cost", file_name: str = "costs.sq") -> 
     w("// the step's fixed overhead. Arguments: the efficiencies and the overhead, e.g.")
     w("// %s_compute_eff(), %s_memory_eff(), %s_step_overhead()." % (P, P, P))
     w("def %s_step(c_eff, m_eff, overhead_s) =" % P)
-    w("  max(%s_compute_s(c_eff), %s_memory_s(m_eff)) + %s_comm_s() + overhead_s;" % (P, P, P))
+    w("    max(%s_compute_s(c_eff), %s_memory_s(m_eff)) + %s_comm_s() + overhead_s;" % (P, P, P))
     return "\n".join(L) + "\n"
 
 
