@@ -16,6 +16,7 @@
     serq trace convert TRACE --format F [-o OUT] [--layout L] [--limit N]
                [--start S] [--duration D] [--scale F] [--rate R] [--seed N]
                [--think T] [--tokenizer chars4|words] [--block-tokens N]
+    serq cost  --model M --gpu G [--tp N] [--dtype bf16|fp8] [-o FILE] [...]
 
 Exit status: 0 success (for ``serq run``: the report was printed, whatever
 the simulated system did; its findings are warnings in the report), 1 an
@@ -189,7 +190,15 @@ def _parser() -> argparse.ArgumentParser:
                     "(default), words = whitespace-separated words")
     tc.add_argument("--block-tokens", type=_pos_int, default=512, metavar="N",
                     help="Mooncake: tokens per hash id (default 512)")
+    _cost_parser(sub)
     return ap
+
+
+def _cost_parser(sub) -> None:
+    from .costmodel.command import add_arguments
+    p = sub.add_parser("cost", help="write a library of step costs and KV capacity for a "
+                       "model on a GPU (a roofline; docs/costs.md)")
+    add_arguments(p)
 
 
 def _sweep_parser(sub) -> None:
@@ -507,6 +516,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             return _cmd_fmt(args)
         if args.command == "trace":
             return _cmd_trace(args)
+        if args.command == "cost":
+            from .costmodel.command import command
+            return command(args)
         return _cmd_ir(args)
     except UsageError as e:
         sys.stderr.write("serq: %s\n" % e.render())

@@ -1,0 +1,102 @@
+"""``serq cost``: the arguments and the command (imported only when it runs)."""
+import argparse
+import os
+import sys
+
+from ..errors import SerqError, UsageError
+
+DTYPES = ("bf16", "fp8")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
+    if v < 1:
+        raise argparse.ArgumentTypeError("%r is not positive" % text)
+    return v
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number" % text)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", metavar="M", help="a model of the catalogue (`--list` names them)")
+    p.add_argument("--gpu", metavar="G", help="an accelerator of the catalogue")
+    p.add_argument("--tp", type=_positive_int, default=1, metavar="N",
+                   help="tensor-parallel GPUs of one engine (default 1)")
+    p.add_argument("--dtype", choices=DTYPES,
+                   help="the weights' format (default: the checkpoint's; the KV cache stays bf16)")
+    p.add_argument("--gpu-memory-utilization", type=_number, default=0.9, metavar="U",
+                   help="the share of each GPU's memory vLLM may use, in (0, 1] (default 0.9)")
+    p.add_argument("--block-size", type=_positive_int, default=16, metavar="B",
+                   help="tokens a KV block (default 16)")
+    p.add_argument("--max-num-batched-tokens", type=_positive_int, default=8192, metavar="T",
+                   help="tokens a step at most: sizes vLLM's activation reserve (default 8192)")
+    p.add_argument("--max-num-seqs", type=_positive_int, default=256, metavar="S",
+                   help="requests a step at most: sizes the reserve for logits (default 256)")
+    p.add_argument("--prefix", default="cost", metavar="NAME",
+                   help="the definitions' names start with NAME_ (default `cost`); two "
+                   "libraries in one program need two prefixes")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the library to FILE and the summary to stdout (default: the "
+                   "library to stdout, the summary to stderr)")
+    p.add_argument("--list", action="store_true", help="list the catalogue's models and GPUs")
+
+
+def _list(out) -> int:
+    from .catalogue import gpus, models
+    from .roofline import count_params
+    out.write("models:\n")
+    for key, m in sorted(models().items()):
+        p = count_params(m)
+        kind = "MoE %d/%d experts" % (m.active_experts, m.experts) if m.moe else "dense"
+        attn = "MLA" if m.mla else ("GQA %d/%d" % (m.kv_heads, m.heads)
+                                    if m.kv_heads < m.heads else "MHA")
+        out.write("  %-16s %-20s %7.1f B  %s, %s, %s\n" % (key, m.name, p.total(m) / 1e9, kind,
+                                                          attn, m.dtype))
+    out.write("gpus:\n")
+    for key, g in sorted(gpus().items()):
+        fp8 = ("%g" % g.fp8_tflops) if g.fp8_tflops else "-"
+        out.write("  %-10s %-32s %4g GB %5g GB/s  BF16 %g / FP8 %s TFLOP/s  %s %g GB/s\n" % (
+            key, g.name, g.memory_gb, g.bandwidth_gbs, g.bf16_tflops, fp8, g.link, g.link_gbs))
+    return 0
+
+
+def command(args, stdout=None, stderr=None) -> int:
+    from .catalogue import lookup
+    from .library import check_prefix, render, summary
+    from .roofline import deploy
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    if args.list:
+        if args.model or args.gpu:
+            raise UsageError("`--list` lists the catalogue; it takes no --model or --gpu")
+        return _list(stdout)
+    if not args.model or not args.gpu:
+        raise UsageError("`serq cost` needs --model and --gpu (`serq cost --list` names them)")
+    check_prefix(args.prefix)
+    model = lookup("model", args.model)
+    gpu = lookup("gpu", args.gpu)
+    d = deploy(model, gpu, tp=args.tp, dtype=args.dtype, utilization=args.gpu_memory_utilization,
+               block_size=args.block_size, max_batched_tokens=args.max_num_batched_tokens,
+               max_seqs=args.max_num_seqs)
+    name = os.path.basename(args.output) if args.output else "%s-%s.sq" % (model.key, gpu.key)
+    text = render(d, args.prefix, name)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise SerqError("cannot write %s: %s" % (args.output, e.strerror or e))
+        stdout.write("wrote %s\n" % args.output)
+        stdout.write(summary(d))
+    else:
+        stdout.write(text)
+        stderr.write(summary(d))
+    return 0
