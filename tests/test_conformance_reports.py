@@ -32,7 +32,7 @@ SPILL_OVERFLOW = {"evict_draws", "spill_block_det", "spill_tier"}
 # cached prefix it consumed but never allocated, and so passes the cap; serq
 # keeps the invariant (older entries make room, the rest is not kept).
 # tests/test_iteration_trace.py shows the schedules agree up to the breach.
-INVARIANT_KEPT = {"growing_lifo_det"}
+INVARIANT_KEPT = {"growing_lifo_det", "preempt_readmitted_prefix_det"}
 
 
 # Step-engine programs (tests/programs/steps) where serq's report differs
