@@ -40,9 +40,12 @@ checked against each other and against ``pyserq.Rng`` in tests/test_rng.py.
 import operator
 import platform
 import struct
-from typing import Any, Callable, Final, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Final, List, Optional, Sequence, Tuple
 
-from mypy_extensions import i64
+if TYPE_CHECKING:
+    # Only in annotations of local variables (never evaluated at run time):
+    # machine integers where mypyc compiles this module, ints elsewhere.
+    from mypy_extensions import i64
 
 __all__ = [
     "Rng",
@@ -525,13 +528,19 @@ _IMPL: Final = _Implementation()
 
 def use_implementation(name: str) -> str:
     """Select how blocks are computed: ``"rows"`` (wide integers, fastest on
-    interpreted CPython) or ``"scalar"`` (32-bit words, for PyPy and the
-    compiled core).  Results are the same; this exists for benchmarks and
-    tests.  Returns the previous name."""
+    interpreted CPython), ``"scalar"`` (32-bit words, for PyPy) or
+    ``"native"`` (the blocks on 32-bit words, machine integers where mypyc
+    compiles this module; the rest, and the batched setup of session
+    streams, as ``"rows"``).  Results are the same; this exists for
+    benchmarks and tests.  Returns the previous name."""
     impl = _IMPL
     previous = impl.name
     if name == "rows":
         impl.first_block, impl.refill = _first_block_rows, _refill_rows
+        impl.seed_key, impl.sub_key = _seed_key_fast, _sub_key_rows
+    elif name == "native":
+        # blocks on 32-bit words, keys and the batched setup on wide integers
+        impl.first_block, impl.refill = _first_block_scalar, _refill_scalar
         impl.seed_key, impl.sub_key = _seed_key_fast, _sub_key_rows
     elif name == "scalar":
         impl.first_block, impl.refill = _first_block_scalar, _refill_scalar
@@ -556,9 +565,9 @@ def _compiled() -> bool:
 
 
 # Wide integers are fastest interpreted on CPython; 32-bit words on PyPy's
-# JIT and where mypyc compiles them to machine integers.
-use_implementation("rows" if platform.python_implementation() == "CPython" and not _compiled()
-                   else "scalar")
+# JIT; where mypyc compiles them to machine integers, the blocks.
+use_implementation("scalar" if platform.python_implementation() != "CPython"
+                   else "native" if _compiled() else "rows")
 
 
 # ---------------------------------------------------------------------------

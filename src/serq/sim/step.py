@@ -8,7 +8,7 @@ via`) while budget is left; then the iteration costs ``cost`` time, and at
 its end the tokens are committed.
 """
 import math
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ..errors import RunError
 from ..ir import nodes as ir
@@ -16,6 +16,10 @@ from ..report.stats import IntervalAverage, ItlHistogram, Welford
 from .exprs import fmt
 from .pools import EPS, round_up, total_key
 from .stages import Stage
+
+if TYPE_CHECKING:
+    from .holds import HoldRun
+    from .session import Session
 
 INF = math.inf
 
@@ -43,9 +47,9 @@ class StepJob(object):
     __slots__ = ("session", "decode", "remaining", "grow", "arrived", "gone", "stalled",
                  "pending")
 
-    def __init__(self, session: Any, decode: bool, work: float,
-                 grow: Optional[Tuple[Any, int]], now: float) -> None:
-        self.session: Any = session
+    def __init__(self, session: "Session", decode: bool, work: float,
+                 grow: "Optional[Tuple[HoldRun, int]]", now: float) -> None:
+        self.session = session
         self.decode = decode
         self.remaining = work
         self.grow = grow  # (HoldRun, pool index) of the growing pool, or None
@@ -226,8 +230,8 @@ class Step(Stage):
             total += j.remaining
         return total
 
-    def submit_step(self, session: Any, decode: bool, work: float,
-                    grow: Optional[Tuple[Any, int]]) -> None:
+    def submit_step(self, session: "Session", decode: bool, work: float,
+                    grow: "Optional[Tuple[HoldRun, int]]") -> None:
         now = self.sim.now
         job = StepJob(session, decode, work, grow, now)
         adm = session.admission
@@ -260,7 +264,7 @@ class Step(Stage):
 
     # --------------------------------------------------------------- totals
 
-    def memory_of(self, session: Any) -> float:
+    def memory_of(self, session: "Session") -> float:
         """Units all holds of ``session`` have in the stage's memory pool."""
         if self.memory is None:
             return 0.0
@@ -558,6 +562,8 @@ class Step(Stage):
         # The attention term of the prefill chunks that are still assigned
         # (a resident preempted after it was given tokens gives them back).
         attention = ntok = npre = ndec = 0.0
+        j: StepJob
+        t: float
         for j, t in assigned:
             ntok += t
             if j.decode:
@@ -593,6 +599,8 @@ class Step(Stage):
         if (self.cost_totals or sim.claims) and self.memory is not None:
             mp = sim.pools[self.memory]
         ntok = ndec = kvb = 0.0
+        j: StepJob
+        t: float
         for j, t in assigned:
             g = j.grow
             if g is not None:
@@ -716,6 +724,8 @@ class Step(Stage):
         # residents' previous token ended with the previous iteration.
         gap: Optional[float] = None
         repeat = 0
+        j: StepJob
+        t: float
         for j, t in assigned:
             if j.gone:
                 continue
