@@ -457,13 +457,17 @@ class Step(Stage):
                 elif g == 0.0:
                     self.run_body(plan, st.other)
                 else:
-                    raise RunError("stage `%s`: an iteration body's test read %s; a test is 1 "
+                    err = RunError("stage `%s`: an iteration body's test read %s; a test is 1 "
                                    "or 0" % (self.name, fmt(g)))
+                    err.stage = self
+                    raise err
             else:
                 v = self.plan_read(plan, st.value)
                 if v != v or v in (INF, -INF):
-                    raise RunError("stage `%s`: `set` of a register to %s; a register is a "
+                    err = RunError("stage `%s`: `set` of a register to %s; a register is a "
                                    "finite number" % (self.name, fmt(v)))
+                    err.stage = self
+                    raise err
                 sim.registers[st.register] = v
 
     def plan_ctx(self, plan: Plan) -> StepContext:
@@ -532,8 +536,10 @@ class Step(Stage):
                 if g == 0.0:
                     return
                 if g != 1.0:
-                    raise RunError("stage `%s`: `admit … while (g)` read %s; a test is 1 or 0"
+                    err = RunError("stage `%s`: `admit … while (g)` read %s; a test is 1 or 0"
                                    % (self.name, fmt(g)))
+                    err.stage = self
+                    raise err
             before = set(j for j in self.residents)
             self.planning_left = plan.left
             got = sim.admit_for(self)
@@ -641,8 +647,10 @@ class Step(Stage):
         if not cost > 0.0:
             cost = 0.0
             if ntok > 0:
-                raise RunError("stage `%s`: an iteration of %s tokens costs %s; an iteration "
+                err = RunError("stage `%s`: an iteration of %s tokens costs %s; an iteration "
                                "takes time" % (self.name, fmt(ntok), fmt(cost)))
+                err.stage = self
+                raise err
         if sim.claims:
             ctx.demand = self.demand(C)
             ctx.served = self.served_total
