@@ -118,7 +118,7 @@ def main():
         for name, rate in rates:
             print("%-16s   %-16s %8.3f M draws/s" % ("", name, rate))
     if pyserq is not None:
-        ours = R._IMPLEMENTATION
+        ours = R.implementation()
         print("\nratio pyserq/serq (%s): setup %.0fx" % (ours, results[ours][0] / results["pyserq"][0]), end="")
         for (name, a), (_, b) in zip(results[ours][2], results["pyserq"][2]):
             print(", %s %.0fx" % (name, b / a), end="")

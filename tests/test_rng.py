@@ -15,7 +15,7 @@ from serq.sim import rng as R
 from fixtures import make_rng_oracle as oracle
 
 M64 = (1 << 64) - 1
-IMPLEMENTATIONS = ["rows", "scalar"]
+IMPLEMENTATIONS = ["rows", "scalar", "native"]
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)

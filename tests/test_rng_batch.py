@@ -15,7 +15,7 @@ SEEDS = [0, 1, 2, 2 ** 32 - 1, 2 ** 63, M64 - 1, M64] + [_g.getrandbits(64) for 
 FIRSTS = [0, 1, 1000, 2 ** 32 - 3, M64 - 300]
 
 
-@pytest.fixture(params=["rows", "scalar"])
+@pytest.fixture(params=["rows", "scalar", "native"])
 def implementation(request):
     previous = R.use_implementation(request.param)
     yield request.param

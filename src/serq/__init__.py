@@ -4,10 +4,46 @@ __version__ = "0.1.0"
 SERQ_VERSION = "0.1.3"
 IR_VERSION = 11
 
+import os as _os  # noqa: E402
+import sys as _sys  # noqa: E402
+from importlib.machinery import SourceFileLoader as _SourceFileLoader  # noqa: E402
+from importlib.util import spec_from_file_location as _spec_from_file_location  # noqa: E402
+
+
+class _InterpretedCore(object):
+    """With ``SERQ_INTERPRETED=1``, every serq module whose ``.py`` file is
+    there loads from it, also where a compiled module (mypyc's ``.so``)
+    sits next to it and would be preferred.  Installed first on
+    ``sys.meta_path`` before any of serq's modules is imported."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if not name.startswith("serq.") or not path:
+            return None
+        base = name.rpartition(".")[2] + ".py"
+        for d in path:
+            f = _os.path.join(d, base)
+            if _os.path.isfile(f):
+                return _spec_from_file_location(name, f, loader=_SourceFileLoader(name, f))
+        return None
+
+
+if _os.environ.get("SERQ_INTERPRETED", "") not in ("", "0") and \
+        not any(isinstance(f, _InterpretedCore) or f is _InterpretedCore for f in _sys.meta_path):
+    _sys.meta_path.insert(0, _InterpretedCore)
+
+
+def core():
+    """Which simulator core runs: ``"compiled (mypyc)"`` (the build compiled
+    it and ``SERQ_INTERPRETED`` is not set) or ``"interpreted"``."""
+    from .sim import rng
+    return "interpreted" if rng.__file__.endswith(".py") else "compiled (mypyc)"
+
+
 from .api import Gauge, Observe, Program, Report, Rng, compile, read_trace, run  # noqa: E402
 from .builder import ProgramBuilder, edit  # noqa: E402
 
 REPORT_VERSION = 1
 __all__ = ["compile", "run", "read_trace", "Program", "Report", "Observe", "Gauge", "Rng",
            "ProgramBuilder", "edit",
-           "IR_VERSION", "REPORT_VERSION", "SERQ_VERSION"]
+           "IR_VERSION", "REPORT_VERSION", "SERQ_VERSION", "core"]

@@ -39,7 +39,7 @@ import os
 import sys
 from typing import List, Optional
 
-from . import SERQ_VERSION, __version__
+from . import SERQ_VERSION, __version__, core
 from .errors import SerqError, UsageError
 
 EXIT_FINDINGS = 4  # `serq run --fail-on-findings`: the run has findings
@@ -84,7 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="serq", description="serQ %s: parse, check and compile "
                                  "serving programs" % SERQ_VERSION)
     ap.add_argument("-V", "--version", action="version",
-                    version="serq %s (serQ %s, IR 11)" % (__version__, SERQ_VERSION))
+                    version="serq %s (serQ %s, IR 11; core: %s)"
+                    % (__version__, SERQ_VERSION, core()))
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
     def overrides(p, run_settings: bool):

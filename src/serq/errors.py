@@ -17,7 +17,7 @@ and renders as ``warning:``; it is collected, not raised.  All derive from
 against pyserq (which raises ``ValueError``) keep working.
 """
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import Any, List, Optional
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,10 @@ class LinkError(SerqError):
 
 class RunError(SerqError):
     """The simulation stopped on a run-time error."""
+
+    #: The stage whose planning raised it, for the post-mortem (set where
+    #: the raising code is compiled: its frames show no ``self``).
+    stage: Any = None
 
 
 class UsageError(SerqError):

@@ -35,7 +35,7 @@ change nothing here without re-running those tests.
   at rank ``ceil(q * n)``.
 """
 import math
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 #: Student t quantile (0.975, 19 degrees of freedom) used by every CI.
 T_19 = 2.093
@@ -269,12 +269,12 @@ def summarize_gauge(times: Sequence[float], values: Sequence[float],
                 lo = v
             if hi is None or v > hi:
                 hi = v
-    if lo is None:
+    if lo is None or hi is None:  # (both None or neither)
         lo = hi = 0.0
     return mean, ci, lo, hi
 
 
-def _count(buckets: dict, key, x: float, k: int) -> None:
+def _count(buckets: Dict[Any, List[Any]], key: Any, x: float, k: int) -> None:
     """``k`` values ``x`` into a log histogram's bucket ``key``
     (``[count, smallest, largest]``)."""
     c = buckets.get(key)
@@ -302,7 +302,7 @@ class ItlHistogram(object):
         self.n = 0
         self.total = 0.0
         # bucket -> [count, min, max]
-        self.buckets = {}
+        self.buckets: Dict[int, List[Any]] = {}
 
     @staticmethod
     def bucket(x: float) -> int:
@@ -389,7 +389,7 @@ class SignedLogHistogram(object):
     def __init__(self) -> None:
         self.n = 0
         # (sign, k) -> [count, min, max]; keys sort in value order
-        self.buckets = {}
+        self.buckets: Dict[Tuple[int, float], List[Any]] = {}
 
     @staticmethod
     def key(x: float) -> Tuple[int, float]:

@@ -11,10 +11,11 @@ the target hold releases with its computed position and enters its first
 pool's queue again.
 """
 import math
+from typing import Any, List
 
 from ..ir import nodes as ir
 from .exprs import fmt
-from .pools import EPS, round_down, round_up
+from .pools import EPS, Pool, round_down, round_up
 
 WAIT = 0
 
@@ -38,18 +39,19 @@ class HoldRun(object):
     __slots__ = ("session", "op", "pools", "alloc", "pos", "grown", "done", "reserve",
                  "resumed", "waiting", "lease_ok")
 
-    def __init__(self, session, op, pools):
-        self.session = session
-        self.op = op
+    def __init__(self, session: Any, op: Any, pools: List[Pool]) -> None:
+        self.session: Any = session
+        self.op: Any = op
         self.pools = pools
         n = len(pools)
-        self.alloc = [0.0] * n
-        self.pos = [0.0] * n
-        self.grown = [False] * n
-        self.done = [False] * n  # released (by `release`, or at the end)
-        self.reserve = [0.0] * n  # reservation not yet allocated (reserve held)
+        self.alloc: List[float] = [0.0] * n
+        self.pos: List[float] = [0.0] * n
+        self.grown: List[bool] = [False] * n
+        self.done: List[bool] = [False] * n  # released (by `release`, or at the end)
+        # reservation not yet allocated (reserve held)
+        self.reserve: List[float] = [0.0] * n
         self.resumed = False
-        self.waiting = None
+        self.waiting: Any = None
         self.lease_ok = True  # the lease (if any) names the member held
 
 

@@ -26,6 +26,10 @@ def _located(tb) -> Tuple[Optional[Session], Optional[tuple], Optional[object]]:
         s, op = f.get("s"), f.get("op")
         if isinstance(s, Session) and isinstance(op, tuple) and op and isinstance(op[-1], tuple):
             session, loc = s, op[-1]
+        elif isinstance(s, Session) and isinstance(f.get("loc"), tuple):
+            # ``sim.error(s, loc, …)`` called from a compiled statement (whose
+            # own frame shows no locals)
+            session, loc = s, f["loc"]
         me = f.get("self")
         if me is not None and hasattr(me, "present") and hasattr(me, "kind") \
                 and hasattr(me, "member"):
@@ -94,6 +98,8 @@ def explain(sim, exc) -> List[str]:
 
 def _explain(sim, exc) -> List[str]:
     session, loc, stage = _located(exc.__traceback__)
+    if stage is None:
+        stage = getattr(exc, "stage", None)
     prog = sim.prog
     notes = []
     where = "at t = %s (event %d)" % (fmt(sim.now), sim.events)

@@ -40,6 +40,12 @@ checked against each other and against ``pyserq.Rng`` in tests/test_rng.py.
 import operator
 import platform
 import struct
+from typing import TYPE_CHECKING, Any, Callable, Final, List, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    # Only in annotations of local variables (never evaluated at run time):
+    # machine integers where mypyc compiles this module, ints elsewhere.
+    from mypy_extensions import i64
 
 __all__ = [
     "Rng",
@@ -68,31 +74,37 @@ __all__ = [
 ]
 
 #: Stream seeds: the run's ``seed`` xor these constants.
-ARRIVAL_SEED_XOR = 0x0000000000000000
-MACHINE_SEED_XOR = 0x5851F42D4C957F2D
-EVICT_SEED_XOR = 0x2545F4914F6CDD1D
-TRACE_SEED_XOR = 0x6A09E667F3BCC908
+ARRIVAL_SEED_XOR: Final = 0x0000000000000000
+MACHINE_SEED_XOR: Final = 0x5851F42D4C957F2D
+EVICT_SEED_XOR: Final = 0x2545F4914F6CDD1D
+TRACE_SEED_XOR: Final = 0x6A09E667F3BCC908
 
 #: The last ``substream`` argument: which per-session stream.
-WORKLOAD_KIND = 1
-STATEMENT_KIND = 2
-LEG_KIND = 3
+WORKLOAD_KIND: Final = 1
+STATEMENT_KIND: Final = 2
+LEG_KIND: Final = 3
 
-_M32 = 0xFFFFFFFF
-_M64 = 0xFFFFFFFFFFFFFFFF
-_TWO_M53 = 1.0 / 9007199254740992.0  # 2**-53
-_TWO_M52 = 1.0 / 4503599627370496.0  # 2**-52
-_EMPTY_RANGE = "an empty or unbounded range"
+_M32: Final = 0xFFFFFFFF
+_M64: Final = 0xFFFFFFFFFFFFFFFF
+_TWO_M53: Final = 1.0 / 9007199254740992.0  # 2**-53
+_TWO_M52: Final = 1.0 / 4503599627370496.0  # 2**-52
+_EMPTY_RANGE: Final = "an empty or unbounded range"
 
 # "expand 32-byte k"
-_C0, _C1, _C2, _C3 = 0x61707865, 0x3320646E, 0x79622D32, 0x6B206574
+_C0: Final = 0x61707865
+_C1: Final = 0x3320646E
+_C2: Final = 0x79622D32
+_C3: Final = 0x6B206574
+
+#: A ChaCha key: eight 32-bit words.
+Key = Tuple[int, ...]
 
 
 # ---------------------------------------------------------------------------
 # Seeding
 
 
-def substream_seed(seed, a, b, c):
+def substream_seed(seed: int, a: int, b: int, c: int) -> int:
     """The u64 that seeds ``substream(seed, a, b, c)`` (splitmix64 steps)."""
     x = seed & _M64
     for v in (a, b, c):
@@ -103,7 +115,7 @@ def substream_seed(seed, a, b, c):
     return x
 
 
-def seed_key(seed):
+def seed_key(seed: int) -> Key:
     """rand_core's ``seed_from_u64``: eight PCG32 (XSH-RR) outputs as key words.
 
     The PCG state is advanced before each output; the outputs are taken
@@ -119,11 +131,12 @@ def seed_key(seed):
     return tuple(key)
 
 
-_PCG_MUL = 6364136223846793005
-_PCG_INC = 11634580027462260723
+_PCG_MUL: Final = 6364136223846793005
+_PCG_INC: Final = 11634580027462260723
 
 
-def _seed_key_fast(s, A=_PCG_MUL, C=_PCG_INC, M=_M64, W=_M32):
+def _seed_key_fast(s: int, A: int = _PCG_MUL, C: int = _PCG_INC, M: int = _M64,
+                   W: int = _M32) -> Key:
     """``seed_key`` with the loop unrolled (the hot path of a fresh stream)."""
     s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
     k0 = ((x >> r) | (x << (32 - r))) & W
@@ -150,10 +163,10 @@ def _seed_key_fast(s, A=_PCG_MUL, C=_PCG_INC, M=_M64, W=_M32):
 # wrapping operations (``__pypy__.intop``) give the same bits at machine
 # speed.  Elsewhere the operations are emulated (for the tests).
 
-_MAX_S64 = (1 << 63) - 1
+_MAX_S64: Final = (1 << 63) - 1
 
 
-def _as_s64(v):
+def _as_s64(v: int) -> int:
     """The signed 64-bit integer with the bits of ``v`` modulo 2**64."""
     if 0 <= v <= _MAX_S64:
         return v
@@ -161,27 +174,37 @@ def _as_s64(v):
     return int(v - (1 << 64)) if v > _MAX_S64 else int(v)
 
 
-try:
-    from __pypy__ import intop as _intop
-except ImportError:
-    _intop = None
-
-if _intop is not None:
-    _wrap_add = _intop.int_add
-    _wrap_mul = _intop.int_mul
-    _ushr = _intop.uint_rshift
-else:
-    def _wrap_add(a, b):
-        return _as_s64(a + b)
-
-    def _wrap_mul(a, b):
-        return _as_s64(a * b)
-
-    def _ushr(a, n):
-        return (a & _M64) >> n
+def _pypy_intop() -> Any:
+    try:
+        from __pypy__ import intop  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return intop
 
 
-def _key_s64(s, add=_wrap_add, mul=_wrap_mul, shr=_ushr, W=_M32):
+_intop: Any = _pypy_intop()
+
+
+def _emulated_add(a: int, b: int) -> int:
+    return _as_s64(a + b)
+
+
+def _emulated_mul(a: int, b: int) -> int:
+    return _as_s64(a * b)
+
+
+def _emulated_ushr(a: int, n: int) -> int:
+    return (a & _M64) >> n
+
+
+_Op = Callable[[int, int], int]
+_wrap_add: _Op = _emulated_add if _intop is None else _intop.int_add
+_wrap_mul: _Op = _emulated_mul if _intop is None else _intop.int_mul
+_ushr: _Op = _emulated_ushr if _intop is None else _intop.uint_rshift
+
+
+def _key_s64(s: int, add: _Op = _wrap_add, mul: _Op = _wrap_mul, shr: _Op = _ushr,
+             W: int = _M32) -> Key:
     """``seed_key`` of the seed whose signed 64-bit form is ``s``."""
     A = _as_s64(_PCG_MUL)
     C = _as_s64(_PCG_INC)
@@ -195,7 +218,8 @@ def _key_s64(s, add=_wrap_add, mul=_wrap_mul, shr=_ushr, W=_M32):
     return tuple(key)
 
 
-def _sub_key_s64(seed, a, b, c, add=_wrap_add, mul=_wrap_mul, shr=_ushr):
+def _sub_key_s64(seed: int, a: int, b: int, c: int, add: _Op = _wrap_add,
+                 mul: _Op = _wrap_mul, shr: _Op = _ushr) -> Key:
     """``seed_key(substream_seed(seed, a, b, c))`` on signed 64-bit values."""
     x = _as_s64(seed)
     g = _as_s64(0x9E3779B97F4A7C15)
@@ -209,11 +233,11 @@ def _sub_key_s64(seed, a, b, c, add=_wrap_add, mul=_wrap_mul, shr=_ushr):
     return _key_s64(x)
 
 
-def _seed_key_s64(seed):
+def _seed_key_s64(seed: int) -> Key:
     return _key_s64(_as_s64(seed))
 
 
-def _sub_key_rows(seed, a, b, c):
+def _sub_key_rows(seed: int, a: int, b: int, c: int) -> Key:
     return _seed_key_fast(substream_seed(seed, a, b, c))
 
 
@@ -221,21 +245,43 @@ def _sub_key_rows(seed, a, b, c):
 # ChaCha12 blocks: plain 32-bit version
 
 
-def chacha12_block(key, counter):
+def chacha12_block(key: Key, counter: int) -> List[int]:
     """One ChaCha12 block (16 words) for ``key`` (8 words) at ``counter``.
 
     The state is the four constants, the key, the 64-bit counter (low word
     first) and a zero 64-bit stream id.  The quarter-rounds are written out;
-    ``x_i`` is word ``i`` of the working state.
+    ``x_i`` is word ``i`` of the working state.  The words are ``i64``
+    (machine integers where mypyc compiles this): every value stays below
+    2**48, so the arithmetic is the same as on Python's integers.
     """
-    M = _M32
-    k0, k1, k2, k3, k4, k5, k6, k7 = key
-    n0 = counter & M
-    n1 = (counter >> 32) & M
-    x0, x1, x2, x3 = _C0, _C1, _C2, _C3
-    x4, x5, x6, x7, x8, x9, x10, x11 = k0, k1, k2, k3, k4, k5, k6, k7
-    x12, x13, x14, x15 = n0, n1, 0, 0
-    for _ in (0, 1, 2, 3, 4, 5):
+    M: i64 = _M32
+    k0: i64 = key[0]
+    k1: i64 = key[1]
+    k2: i64 = key[2]
+    k3: i64 = key[3]
+    k4: i64 = key[4]
+    k5: i64 = key[5]
+    k6: i64 = key[6]
+    k7: i64 = key[7]
+    n0: i64 = counter & _M32
+    n1: i64 = (counter >> 32) & _M32
+    x0: i64 = _C0
+    x1: i64 = _C1
+    x2: i64 = _C2
+    x3: i64 = _C3
+    x4: i64 = k0
+    x5: i64 = k1
+    x6: i64 = k2
+    x7: i64 = k3
+    x8: i64 = k4
+    x9: i64 = k5
+    x10: i64 = k6
+    x11: i64 = k7
+    x12: i64 = n0
+    x13: i64 = n1
+    x14: i64 = 0
+    x15: i64 = 0
+    for _ in range(6):
         # column round: (0,4,8,12) (1,5,9,13) (2,6,10,14) (3,7,11,15)
         x0 = (x0 + x4) & M; x12 ^= x0; x12 = ((x12 << 16) & M) | (x12 >> 16)
         x8 = (x8 + x12) & M; x4 ^= x8; x4 = ((x4 << 12) & M) | (x4 >> 20)
@@ -278,9 +324,9 @@ def chacha12_block(key, counter):
     ]
 
 
-def _blocks_scalar(key, counter, n):
+def _blocks_scalar(key: Key, counter: int, n: int) -> List[int]:
     """``n`` consecutive blocks, concatenated (plain version)."""
-    out = []
+    out: List[int] = []
     for j in range(n):
         c = counter + j
         if c > _M64:  # (not ``& _M64``: see _next_counter)
@@ -304,8 +350,8 @@ def _blocks_scalar(key, counter, n):
 # mask removes the rest.  Lanes must be at least 57 bits wide for the bits a
 # right shift brings down from the next lane to land above bit 31.
 
-_LANE = 64
-_DUP = (1 << 32) + 1
+_LANE: Final = 64
+_DUP: Final = (1 << 32) + 1
 
 
 class _RowShape(object):
@@ -313,7 +359,7 @@ class _RowShape(object):
 
     __slots__ = ("n", "col", "mask", "full", "spread", "a0")
 
-    def __init__(self, n):
+    def __init__(self, n: int) -> None:
         self.n = n
         self.col = n * _LANE  # bits per column group
         lanes = 4 * n
@@ -324,14 +370,15 @@ class _RowShape(object):
         self.a0 = (_C0 | (_C1 << col) | (_C2 << 2 * col) | (_C3 << 3 * col)) * self.spread
 
 
-def _make_row_blocks(n):
+def _make_row_blocks(n: int) -> Callable[[Key, int], Sequence[int]]:
     shape = _RowShape(n)
     nbytes = n * 4 * _LANE // 8
     _unpack_lanes = struct.Struct("<%dQ" % (16 * n)).unpack
     _block_major = operator.itemgetter(*[
         row * 4 * n + col * n + j for j in range(n) for row in range(4) for col in range(4)])
 
-    def blocks(key, counter, _s=shape, _lane=_LANE, _m32=_M32, _m64=_M64, K=_DUP):
+    def blocks(key: Key, counter: int, _s: _RowShape = shape, _lane: int = _LANE,
+               _m32: int = _M32, _m64: int = _M64, K: int = _DUP) -> Sequence[int]:
         """``n`` consecutive blocks from ``counter``, concatenated (row version),
         as a tuple."""
         n = _s.n
@@ -381,10 +428,11 @@ def _make_row_blocks(n):
     return blocks
 
 
-_A0_ONE = _C0 | (_C1 << 64) | (_C2 << 128) | (_C3 << 192)
+_A0_ONE: Final = _C0 | (_C1 << 64) | (_C2 << 128) | (_C3 << 192)
 
 
-def _one_row_block(key, counter, _m32=_M32, _m64=_M64, A0=_A0_ONE, K=_DUP):
+def _one_row_block(key: Key, counter: int, _m32: int = _M32, _m64: int = _M64,
+                   A0: int = _A0_ONE, K: int = _DUP) -> List[int]:
     """One block, row version specialised for a single block (the hot path
     of a fresh stream: lanes are 64 bits, columns 64 bits apart)."""
     M = 0x00000000FFFFFFFF00000000FFFFFFFF00000000FFFFFFFF00000000FFFFFFFF
@@ -428,26 +476,26 @@ def _one_row_block(key, counter, _m32=_M32, _m64=_M64, A0=_A0_ONE, K=_DUP):
 _four_row_blocks = _make_row_blocks(4)
 
 #: Blocks computed by a refill after the first one.
-REFILL_BLOCKS = 4
+REFILL_BLOCKS: Final = 4
 
 
-def _first_block_scalar(key):
+def _first_block_scalar(key: Key) -> Sequence[int]:
     return chacha12_block(key, 0)
 
 
-def _refill_scalar(key, counter):
+def _refill_scalar(key: Key, counter: int) -> Sequence[int]:
     return _blocks_scalar(key, counter, REFILL_BLOCKS)
 
 
-def _first_block_rows(key):
+def _first_block_rows(key: Key) -> Sequence[int]:
     return _one_row_block(key, 0)
 
 
-def _refill_rows(key, counter):
+def _refill_rows(key: Key, counter: int) -> Sequence[int]:
     return _four_row_blocks(key, counter)
 
 
-def _next_counter(counter):
+def _next_counter(counter: int) -> int:
     """``counter + REFILL_BLOCKS`` modulo 2**64.
 
     Written without ``& _M64``: on PyPy, 2**64 - 1 is a big integer, and a
@@ -462,36 +510,71 @@ def _next_counter(counter):
     return counter
 
 
-def use_implementation(name):
+class _Implementation(object):
+    """The functions that compute keys and blocks (``use_implementation``)."""
+
+    __slots__ = ("name", "first_block", "refill", "seed_key", "sub_key")
+
+    def __init__(self) -> None:
+        self.name = ""
+        self.first_block: Callable[[Key], Sequence[int]] = _first_block_rows
+        self.refill: Callable[[Key, int], Sequence[int]] = _refill_rows
+        self.seed_key: Callable[[int], Key] = _seed_key_fast
+        self.sub_key: Callable[[int, int, int, int], Key] = _sub_key_rows
+
+
+_IMPL: Final = _Implementation()
+
+
+def use_implementation(name: str) -> str:
     """Select how blocks are computed: ``"rows"`` (wide integers, fastest on
-    CPython) or ``"scalar"`` (32-bit words, for PyPy).  Results are the same;
-    this exists for benchmarks and tests.  Returns the previous name."""
-    global _first_block, _refill, _seed_key, _sub_key, _IMPLEMENTATION
-    previous = _IMPLEMENTATION
+    interpreted CPython), ``"scalar"`` (32-bit words, for PyPy) or
+    ``"native"`` (the blocks on 32-bit words, machine integers where mypyc
+    compiles this module; the rest, and the batched setup of session
+    streams, as ``"rows"``).  Results are the same; this exists for
+    benchmarks and tests.  Returns the previous name."""
+    impl = _IMPL
+    previous = impl.name
     if name == "rows":
-        _first_block, _refill = _first_block_rows, _refill_rows
-        _seed_key, _sub_key = _seed_key_fast, _sub_key_rows
+        impl.first_block, impl.refill = _first_block_rows, _refill_rows
+        impl.seed_key, impl.sub_key = _seed_key_fast, _sub_key_rows
+    elif name == "native":
+        # blocks on 32-bit words, keys and the batched setup on wide integers
+        impl.first_block, impl.refill = _first_block_scalar, _refill_scalar
+        impl.seed_key, impl.sub_key = _seed_key_fast, _sub_key_rows
     elif name == "scalar":
-        _first_block, _refill = _first_block_scalar, _refill_scalar
+        impl.first_block, impl.refill = _first_block_scalar, _refill_scalar
         if _intop is not None:
-            _seed_key, _sub_key = _seed_key_s64, _sub_key_s64
+            impl.seed_key, impl.sub_key = _seed_key_s64, _sub_key_s64
         else:
-            _seed_key, _sub_key = seed_key, _sub_key_rows
+            impl.seed_key, impl.sub_key = seed_key, _sub_key_rows
     else:
         raise ValueError("unknown implementation %r" % (name,))
-    _IMPLEMENTATION = name
+    impl.name = name
     return previous
 
 
-_IMPLEMENTATION = ""
-use_implementation("rows" if platform.python_implementation() == "CPython" else "scalar")
+def implementation() -> str:
+    """The name ``use_implementation`` selected last."""
+    return _IMPL.name
+
+
+def _compiled() -> bool:
+    """Whether this module runs compiled (mypyc): its file is not a ``.py``."""
+    return not __file__.endswith(".py")
+
+
+# Wide integers are fastest interpreted on CPython; 32-bit words on PyPy's
+# JIT; where mypyc compiles them to machine integers, the blocks.
+use_implementation("scalar" if platform.python_implementation() != "CPython"
+                   else "native" if _compiled() else "rows")
 
 
 # ---------------------------------------------------------------------------
 # The generator
 
 
-def _u64_arg(value, what):
+def _u64_arg(value: Any, what: str) -> int:
     value = operator.index(value)
     if value < 0 or value > _M64:
         raise OverflowError("%s out of range for u64: %d" % (what, value))
@@ -509,41 +592,45 @@ class Rng(object):
 
     __slots__ = ("_seed", "_sub", "_key", "_buf", "_i", "_counter")
 
-    def __init__(self, seed, _sub=None):
+    def __init__(self, seed: Optional[int], _sub: Optional[Tuple[int, int, int, int]] = None
+                 ) -> None:
         # ``_sub`` is for ``_deferred`` only: seed None, mixed on first draw.
-        self._seed = None if _sub is not None else _u64_arg(seed, "seed")
+        self._seed: Optional[int] = None if _sub is not None else _u64_arg(seed, "seed")
         self._sub = _sub
-        self._key = None
-        self._buf = ()
+        self._key: Optional[Key] = None
+        self._buf: Sequence[int] = ()
         self._i = 0
         self._counter = 0
 
     @classmethod
-    def _deferred(cls, sub):
+    def _deferred(cls, sub: Tuple[int, int, int, int]) -> "Rng":
         """A generator seeded with ``substream_seed(*sub)``, computed lazily."""
         return cls(None, sub)
 
     @property
-    def seed(self):
+    def seed(self) -> int:
         """The u64 given to ``seed_from_u64``."""
-        if self._seed is None:
-            self._seed = substream_seed(*self._sub)
-        return self._seed
+        seed = self._seed
+        if seed is None:
+            sub = self._sub
+            assert sub is not None
+            seed = self._seed = substream_seed(sub[0], sub[1], sub[2], sub[3])
+        return seed
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Rng(%d)" % (self.seed,)
 
-    def position(self):
+    def position(self) -> Tuple[Optional[Key], Sequence[int], int, int]:
         """Where the stream stands, for ``rewind``."""
         return self._key, self._buf, self._i, self._counter
 
-    def rewind(self, position):
+    def rewind(self, position: Tuple[Optional[Key], Sequence[int], int, int]) -> None:
         """Back to a ``position``: the draws since are drawn again."""
         self._key, self._buf, self._i, self._counter = position
 
     # -- buffer management ---------------------------------------------------
 
-    def _next_words(self):
+    def _next_words(self) -> Sequence[int]:
         """Replace the buffer by its unconsumed tail followed by the next
         block(s); returns the new buffer (``_i`` is reset to 0)."""
         key = self._key
@@ -551,13 +638,15 @@ class Rng(object):
         if key is None:
             seed = self._seed
             if seed is None:
-                key = self._key = _sub_key(*self._sub)
+                sub = self._sub
+                assert sub is not None
+                key = self._key = _IMPL.sub_key(sub[0], sub[1], sub[2], sub[3])
             else:
-                key = self._key = _seed_key(seed)
-            words = _first_block(key)
+                key = self._key = _IMPL.seed_key(seed)
+            words = _IMPL.first_block(key)
             self._counter = 1
         else:
-            words = _refill(key, self._counter)
+            words = _IMPL.refill(key, self._counter)
             self._counter = _next_counter(self._counter)
         if tail:
             words = tuple(tail) + tuple(words)
@@ -567,7 +656,7 @@ class Rng(object):
 
     # -- raw draws -----------------------------------------------------------
 
-    def next_u32(self):
+    def next_u32(self) -> int:
         """The next 32-bit word."""
         i = self._i
         try:
@@ -579,7 +668,7 @@ class Rng(object):
         self._i = i + 1
         return v
 
-    def next_u64(self):
+    def next_u64(self) -> int:
         """The next two words, the first as the low half."""
         i = self._i
         b = self._buf
@@ -592,7 +681,7 @@ class Rng(object):
         self._i = i + 2
         return v
 
-    def random_f64(self):
+    def random_f64(self) -> float:
         """``random::<f64>()``: ``(next_u64 >> 11) * 2**-53``, in [0, 1)."""
         i = self._i
         b = self._buf
@@ -607,92 +696,93 @@ class Rng(object):
 
     # -- ranges --------------------------------------------------------------
 
-    def range_u32(self, low, high):
+    def range_u32(self, low: Any, high: Any) -> int:
         """``random_range(low..=high)`` over ``u32``."""
         return _canon_range(self.next_u32, 32, low, high,
                             "out of range integral type conversion attempted")
 
-    def range_u64(self, low, high):
+    def range_u64(self, low: Any, high: Any) -> int:
         """``random_range(low..=high)`` over ``u64``."""
         return _canon_range(self.next_u64, 64, low, high, "int too big to convert")
 
-    def range_f64(self, low, high):
+    def range_f64(self, low: Any, high: Any) -> float:
         """``random_range(low..=high)`` over ``f64``:
         ``((next_u64 >> 12) * 2**-52) * (high - low) + low``."""
-        low = float(low)
-        high = float(high)
-        scale = high - low
+        lo = float(low)
+        hi = float(high)
+        scale = hi - lo
         # Rejects NaN, infinities, low > high and an overflowing width.
-        if not (low <= high and -_INF < low and high < _INF and scale < _INF):
+        if not (lo <= hi and -_INF < lo and hi < _INF and scale < _INF):
             raise ValueError(_EMPTY_RANGE)
-        return ((self.next_u64() >> 12) * _TWO_M52) * scale + low
+        return ((self.next_u64() >> 12) * _TWO_M52) * scale + lo
 
 
-_INF = float("inf")
+_INF: Final = float("inf")
 
 
-def _canon_range(draw, bits, low, high, overflow_message):
+def _canon_range(draw: Callable[[], int], bits: int, low: Any, high: Any,
+                 overflow_message: str) -> int:
     """``random_range(low..=high)`` over an unsigned ``bits``-bit integer
     drawn by ``draw``: one widening multiply, and Canon's correction (one
     more product, carrying into the result) when the low half is too close
     to wrapping.  The error messages are pyserq's for each width."""
     mask = (1 << bits) - 1
-    low = operator.index(low)
-    high = operator.index(high)
-    if low < 0 or low > mask or high < 0 or high > mask:
+    lo = operator.index(low)
+    hi = operator.index(high)
+    if lo < 0 or lo > mask or hi < 0 or hi > mask:
         raise OverflowError(overflow_message)
-    if low > high:
+    if lo > hi:
         raise ValueError(_EMPTY_RANGE)
-    size = high - low + 1
+    size = hi - lo + 1
     if size > mask:
         return draw()
     m = draw() * size
     if (m & mask) > (1 << bits) - size:
         if (m & mask) + ((draw() * size) >> bits) > mask:
-            return low + (m >> bits) + 1
-    return low + (m >> bits)
+            return lo + (m >> bits) + 1
+    return lo + (m >> bits)
 
 
 # ---------------------------------------------------------------------------
 # Streams of a run
 
 
-def substream(seed, a, b, c):
+def substream(seed: int, a: int, b: int, c: int) -> Rng:
     """The generator of ``substream(seed, a, b, c)`` (seed mixed on first draw)."""
     return Rng._deferred((seed, a, b, c))
 
 
-def arrival_stream(seed):
+def arrival_stream(seed: int) -> Rng:
     """Poisson gaps and renewal gap draws."""
     return Rng(seed ^ ARRIVAL_SEED_XOR)
 
 
-def machine_stream(seed):
+def machine_stream(seed: int) -> Rng:
     """Draws with no session: step ``budget``/``chunk``/``cost``, ``ps`` capacity."""
     return Rng(seed ^ MACHINE_SEED_XOR)
 
 
-def evict_stream(seed):
+def evict_stream(seed: int) -> Rng:
     """Eviction keys and spill clauses."""
     return Rng(seed ^ EVICT_SEED_XOR)
 
 
-def trace_stream(seed):
+def trace_stream(seed: int) -> Rng:
     """Unordered trace replay: which trace session comes next."""
     return Rng(seed ^ TRACE_SEED_XOR)
 
 
-def workload_stream(seed, serial, turns_taken):
+def workload_stream(seed: int, serial: int, turns_taken: int) -> Rng:
     """``init``/``turn`` blocks of session ``serial``; re-created at each ``turn;``."""
     return Rng._deferred((seed, serial, turns_taken, WORKLOAD_KIND))
 
 
-def statement_stream(seed, serial):
+def statement_stream(seed: int, serial: int) -> Rng:
     """Every draw in the statements of session ``serial``."""
     return Rng._deferred((seed, serial, 0, STATEMENT_KIND))
 
 
-def leg_stream(seed, serial, fork_index):
+def leg_stream(seed: int, serial: int, fork_index: int) -> Rng:
     """Draws in fork leg ``fork_index`` (0, 1, ...) of session ``serial``."""
     return Rng._deferred((seed, serial, fork_index, LEG_KIND))
 

@@ -2,6 +2,7 @@
 sessions at once (see the comment below), bit-identical to ``rng``'s one
 by one.  ``rng`` re-exports everything here."""
 import struct
+from typing import Any, Callable, Dict, Final, List, Optional, Sequence, Tuple
 
 from . import rng as _core
 from .rng import (_C0, _C1, _C2, _C3, _M32, _M64, _PCG_INC, _PCG_MUL, STATEMENT_KIND,
@@ -42,20 +43,20 @@ from .rng import (_C0, _C1, _C2, _C3, _M32, _M64, _PCG_INC, _PCG_MUL, STATEMENT_
 # code (``use_implementation("scalar")``), which its JIT makes faster than
 # wide integers.
 
-_GOLDEN = 0x9E3779B97F4A7C15
-_MIX1 = 0xBF58476D1CE4E5B9
-_MIX2 = 0x94D049BB133111EB
+_GOLDEN: Final = 0x9E3779B97F4A7C15
+_MIX1: Final = 0xBF58476D1CE4E5B9
+_MIX2: Final = 0x94D049BB133111EB
 
 #: Largest batch (lanes per wide integer); ``StatementStreams`` starts with
 #: ``BATCH_FIRST`` and doubles up to it, so a short run computes few unused
 #: streams.
-BATCH_MAX = 512
-BATCH_FIRST = 16
+BATCH_MAX: Final = 512
+BATCH_FIRST: Final = 16
 #: ``substreams`` sets up fewer streams than this one by one.
-BATCH_MIN = 4
+BATCH_MIN: Final = 4
 
 
-def _spread(value, lanes, width):
+def _spread(value: int, lanes: int, width: int) -> int:
     """``value`` in each of ``lanes`` lanes of ``width`` bits."""
     return value * sum(1 << (width * j) for j in range(lanes))
 
@@ -67,7 +68,7 @@ class _BatchShape(object):
                  "L", "H", "U16", "D16", "U12", "D12", "U8", "D8", "U7", "D7",
                  "consts", "seeds", "keys", "words")
 
-    def __init__(self, k):
+    def __init__(self, k: int) -> None:
         self.k = k
         self.ones128 = _spread(1, k, 128)
         self.iota = sum(j << (128 * j) for j in range(k))
@@ -78,32 +79,38 @@ class _BatchShape(object):
         ones = _spread(1, k, 32)
         self.L = ones * 0x7FFFFFFF
         self.H = ones * 0x80000000
-        for r in (16, 12, 8, 7):
-            setattr(self, "U%d" % r, ones * ((_M32 << r) & _M32))
-            setattr(self, "D%d" % r, ones * ((1 << r) - 1))
+        self.U16 = ones * ((_M32 << 16) & _M32)
+        self.D16 = ones * ((1 << 16) - 1)
+        self.U12 = ones * ((_M32 << 12) & _M32)
+        self.D12 = ones * ((1 << 12) - 1)
+        self.U8 = ones * ((_M32 << 8) & _M32)
+        self.D8 = ones * ((1 << 8) - 1)
+        self.U7 = ones * ((_M32 << 7) & _M32)
+        self.D7 = ones * ((1 << 7) - 1)
         self.consts = (ones * _C0, ones * _C1, ones * _C2, ones * _C3)
-        self.seeds = struct.Struct("<%dQ" % k).unpack
-        self.keys = struct.Struct("<%dI" % (8 * k)).unpack
-        self.words = struct.Struct("<%dI" % (16 * k)).unpack
+        self.seeds: Callable[[bytes], Tuple[int, ...]] = struct.Struct("<%dQ" % k).unpack
+        self.keys: Callable[[bytes], Tuple[int, ...]] = struct.Struct("<%dI" % (8 * k)).unpack
+        self.words: Callable[[bytes], Tuple[int, ...]] = struct.Struct("<%dI" % (16 * k)).unpack
 
 
-_BATCH_SHAPES = {}
+_BATCH_SHAPES: Dict[int, _BatchShape] = {}
 
 
-def _batch_shape(k):
+def _batch_shape(k: int) -> _BatchShape:
     shape = _BATCH_SHAPES.get(k)
     if shape is None:
         shape = _BATCH_SHAPES[k] = _BatchShape(k)
     return shape
 
 
-def _narrow(value, nbytes, code):
+def _narrow(value: int, nbytes: int, code: Any) -> bytes:
     """The low halves of the lanes of ``value`` (``nbytes`` long), as bytes:
     ``code`` "Q" takes 128-bit lanes to 64, "I" 64-bit lanes to 32."""
     return memoryview(value.to_bytes(nbytes, "little")).cast(code)[::2].tobytes()
 
 
-def _wide_keys(seed, first, b, c, sh):
+def _wide_keys(seed: int, first: int, b: int, c: int, sh: _BatchShape
+               ) -> Tuple[Tuple[int, ...], bytes]:
     """Seeds and keys of ``substream(seed, first + j, b, c)`` for the ``k``
     lanes of ``sh``: the seeds as a tuple, the keys as bytes (32-bit words,
     word-major)."""
@@ -112,6 +119,7 @@ def _wide_keys(seed, first, b, c, sh):
     ones = sh.ones128
     # substream_seed: three splitmix64 steps, adding first + j, b, c.
     x = (ones * ((seed + _GOLDEN + first) & _M64) + sh.iota) & W
+    v: Optional[int]
     for v in (b, c, None):
         x = (((x ^ (x >> 30)) & W) * _MIX1) & W
         x = (((x ^ (x >> 27)) & W) * _MIX2) & W
@@ -121,8 +129,8 @@ def _wide_keys(seed, first, b, c, sh):
     nbytes = 16 * k
     seeds = sh.seeds(_narrow(x, nbytes, "Q"))
     # seed_key: eight PCG32 steps; the xorshifted words and the rotations.
-    words = []
-    rots = []
+    words: List[bytes] = []
+    rots: List[bytes] = []
     inc = sh.inc
     for _ in range(8):
         x = (x * _PCG_MUL + inc) & W
@@ -138,7 +146,7 @@ def _wide_keys(seed, first, b, c, sh):
     return seeds, _narrow(t, 64 * k, "I")
 
 
-def _wide_first_blocks(key_bytes, sh):
+def _wide_first_blocks(key_bytes: bytes, sh: _BatchShape) -> Tuple[int, ...]:
     """Block 0 of the ``k`` keys in ``key_bytes``: a flat tuple of ``16 * k``
     words, word-major."""
     n = 4 * sh.k
@@ -225,7 +233,7 @@ def _wide_first_blocks(key_bytes, sh):
         t = x14 ^ x3; x14 = ((t << 8) & U8) | ((t >> 24) & D8)
         t = x9 ^ x14; x9 = ((x9 & L) + (x14 & L)) ^ (t & H)
         t = x4 ^ x9; x4 = ((t << 7) & U7) | ((t >> 25) & D7)
-    out = []
+    out: List[bytes] = []
     for v, w in ((x0, c0), (x1, c1), (x2, c2), (x3, c3), (x4, k0), (x5, k1), (x6, k2),
                  (x7, k3), (x8, k4), (x9, k5), (x10, k6), (x11, k7)):
         out.append((((v & L) + (w & L)) ^ ((v ^ w) & H)).to_bytes(n, "little"))
@@ -234,7 +242,8 @@ def _wide_first_blocks(key_bytes, sh):
     return sh.words(b"".join(out))
 
 
-def _wide_batch(seed, first, k, b, c):
+def _wide_batch(seed: int, first: int, k: int, b: int, c: int
+                ) -> Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...]]:
     """``(seeds, keys, words)`` of ``substream(seed, first + j, b, c)`` for
     ``j < k``: flat tuples, word-major (a stream's key is ``keys[j::k]``)."""
     sh = _batch_shape(k)
@@ -242,23 +251,20 @@ def _wide_batch(seed, first, k, b, c):
     return seeds, sh.keys(key_bytes), _wide_first_blocks(key_bytes, sh)
 
 
-def _prepared(seed, key, words, _new=object.__new__):
+def _prepared(seed: int, key: Tuple[int, ...], words: Sequence[int]) -> Rng:
     """A generator that has drawn nothing, its key and first block given."""
-    self = _new(Rng)
-    self._seed = seed
-    self._sub = None
+    self = Rng(seed)
     self._key = key
     self._buf = words
-    self._i = 0
     self._counter = 1
     return self
 
 
-def substreams(seed, first, count, b, c):
+def substreams(seed: int, first: int, count: int, b: int, c: int) -> List[Rng]:
     """``[substream(seed, first + j, b, c) for j in range(count)]``, their
     first blocks computed together (see above); the same draws."""
-    out = []
-    if _core._IMPLEMENTATION == "scalar" or count < BATCH_MIN:
+    out: List[Rng] = []
+    if _core.implementation() == "scalar" or count < BATCH_MIN:
         for a in range(first, first + count):
             out.append(substream(seed, a, b, c))
         return out
@@ -272,13 +278,14 @@ def substreams(seed, first, count, b, c):
     return out
 
 
-def statement_streams(seed, first_serial, count):
+def statement_streams(seed: int, first_serial: int, count: int) -> List[Rng]:
     """``[statement_stream(seed, first_serial + i) for i in range(count)]``,
     set up in batches."""
     return substreams(seed, first_serial, count, 0, STATEMENT_KIND)
 
 
-def workload_streams(seed, first_serial, count, turns_taken=0):
+def workload_streams(seed: int, first_serial: int, count: int, turns_taken: int = 0
+                     ) -> List[Rng]:
     """``[workload_stream(seed, first_serial + i, turns_taken) for i in
     range(count)]``, set up in batches."""
     return substreams(seed, first_serial, count, turns_taken, WORKLOAD_KIND)
@@ -296,35 +303,34 @@ class Substreams(object):
 
     __slots__ = ("seed", "b", "c", "_first", "_k", "_size", "_seeds", "_keys", "_words")
 
-    def __init__(self, seed, b, c):
+    def __init__(self, seed: int, b: int, c: int) -> None:
         self.seed = seed
         self.b = b
         self.c = c
         self._first = 0
         self._k = 0
         self._size = BATCH_FIRST
-        self._seeds = self._keys = self._words = ()
+        self._seeds: Tuple[int, ...] = ()
+        self._keys: Tuple[int, ...] = ()
+        self._words: Tuple[int, ...] = ()
 
-    def get(self, a, _new=object.__new__):
+    def get(self, a: int) -> Rng:
         """A new generator for ``substream(seed, a, b, c)``."""
         j = a - self._first
         k = self._k
         if not 0 <= j < k:
-            if _core._IMPLEMENTATION == "scalar":
+            if _core.implementation() == "scalar":
                 return Rng._deferred((self.seed, a, self.b, self.c))
             k = self._fill(a)
             j = 0
         # _prepared(...), inlined
-        r = _new(Rng)
-        r._seed = self._seeds[j]
-        r._sub = None
+        r = Rng(self._seeds[j])
         r._key = self._keys[j::k]
         r._buf = self._words[j::k]
-        r._i = 0
         r._counter = 1
         return r
 
-    def _fill(self, a):
+    def _fill(self, a: int) -> int:
         k = self._size
         self._seeds, self._keys, self._words = _wide_batch(self.seed, a, k, self.b, self.c)
         self._first = a
@@ -339,7 +345,7 @@ class StatementStreams(Substreams):
 
     __slots__ = ()
 
-    def __init__(self, seed):
+    def __init__(self, seed: int) -> None:
         Substreams.__init__(self, seed, 0, STATEMENT_KIND)
 
 
@@ -349,5 +355,5 @@ class WorkloadStreams(Substreams):
 
     __slots__ = ()
 
-    def __init__(self, seed, turns_taken=0):
+    def __init__(self, seed: int, turns_taken: int = 0) -> None:
         Substreams.__init__(self, seed, turns_taken, WORKLOAD_KIND)

@@ -17,11 +17,13 @@ simulator resumes the generator when the wait is over.  What is yielded:
 ``end;`` raises ``EndSession``; a block that runs out ends the session the
 same way.
 """
+from typing import Any, Dict, List, Optional
+
 from ..ir import nodes as ir
 from . import rng as streams
 from .codegen import BlockWriter
 from .exprs import fmt
-from .holds import HoldOps
+from .holds import HoldOps, HoldRun
 from .pools import total_key
 
 WAIT = 0
@@ -48,38 +50,40 @@ class Session(object):
                  "admission", "preempt_memory", "ending", "step_job", "itl",
                  "itl_preempted")
 
-    def __init__(self, serial, attrs, rng, leg_of=None):
-        self.serial = serial
-        self.a = attrs
-        self.rng = rng
-        self.gen = None
+    def __init__(self, serial: Any, attrs: Any, rng: Any,
+                 leg_of: "Optional[Session]" = None) -> None:
+        self.serial: Any = serial
+        self.a: Any = attrs
+        self.rng: Any = rng
+        self.gen: Any = None
         self.leg_of = leg_of
-        self.legs_live = 0
-        self.forks = 0
-        self.joining = False
-        self.steps = 0
-        self.ready_at = -1.0
-        self.ready_count = 0
-        self.turns = 0
-        self.trace_turns = None
-        self.trace_next = 0
-        self.alive = True
-        self.holds = []  # active HoldRuns, outermost first
-        self.leases = []
-        self.legs = []  # live fork legs (of a root session)
-        self.waiting_in = None  # the pool whose queue the session waits in
-        self.cancel = None  # undoes the wait the session is blocked in
-        self.waited = 0.0
+        self.legs_live: Any = 0
+        self.forks: Any = 0
+        self.joining: Any = False
+        self.steps: Any = 0
+        self.ready_at: Any = -1.0
+        self.ready_count: Any = 0
+        self.turns: Any = 0
+        self.trace_turns: Any = None
+        self.trace_next: Any = 0
+        self.alive: Any = True
+        self.holds: List[HoldRun] = []  # active HoldRuns, outermost first
+        self.leases: List[Any] = []
+        self.legs: List[Session] = []  # live fork legs (of a root session)
+        self.waiting_in: Any = None  # the pool whose queue the session waits in
+        self.cancel: Any = None  # undoes the wait the session is blocked in
+        self.waited: Any = 0.0
         # Latest admission sequence number (from 0); before any, u64::MAX as
         # 0.1.3 reads it, so a session that never held a pool orders last.
-        self.admission = NEVER_ADMITTED
-        self.preempt_memory = {}  # pool index -> (position, counted stuck)
-        self.ending = False  # the session's end is releasing what it holds
-        self.step_job = None
-        self.itl = None  # (turn, time, the turn has decoded) of its last token
-        self.itl_preempted = False  # preempted since its last token
+        self.admission: Any = NEVER_ADMITTED
+        self.preempt_memory: Dict[Any, Any] = {}  # pool index -> (position, counted stuck)
+        self.ending: Any = False  # the session's end is releasing what it holds
+        self.step_job: Any = None
+        # (turn, time, the turn has decoded) of its last token
+        self.itl: Any = None
+        self.itl_preempted: Any = False  # preempted since its last token
 
-    def root(self):
+    def root(self) -> "Session":
         return self.leg_of if self.leg_of is not None else self
 
 

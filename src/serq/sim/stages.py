@@ -13,29 +13,41 @@ starts.
 """
 import heapq
 from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 from ..report.stats import TimeAverage, Welford, replay_pieces
 
 EPS = 1e-9
 _heappush = heapq.heappush
 
+#: A job: ``[session, work, arrived, started]``.
+Job = List[Any]
+#: A ``ps`` job's entry: (finish tag, start sequence, job).
+PsEntry = Tuple[float, int, Job]
+
 
 class StageStats(object):
     __slots__ = ("number", "util", "completed", "wait", "service", "prefill_only",
                  "decode_only", "mixed", "decodes", "decode_batch", "decode_step", "itl")
 
-    def __init__(self, now):
+    def __init__(self, now: float) -> None:
         self.number = TimeAverage(now)
         self.util = TimeAverage(now)
         self.completed = 0
         self.wait = Welford()
         self.service = Welford()
-        # step stages only (sim/step.py)
-        self.prefill_only = self.decode_only = self.mixed = self.decodes = None
-        self.decode_batch = self.decode_step = self.itl = None
+        # step stages only (sim/step.py): IntervalAverage, Welford and
+        # ItlHistogram there, None elsewhere
+        self.prefill_only: Any = None
+        self.decode_only: Any = None
+        self.mixed: Any = None
+        self.decodes: Any = None
+        self.decode_batch: Any = None
+        self.decode_step: Any = None
+        self.itl: Any = None
 
 
-def sync(r):
+def sync(r: Any) -> None:
     """A stage or pool ``r`` whose values are about to change adds the
     pieces it left for later, up to the current event (``sim.ticks[-1]``,
     whose piece the caller adds as it sets the new values)."""
@@ -51,15 +63,15 @@ class Stage(object):
 
     kind = ""
 
-    def __init__(self, sim, index, name, member):
-        self.sim = sim
+    def __init__(self, sim: Any, index: int, name: str, member: Optional[int]) -> None:
+        self.sim: Any = sim
         self.index = index
         self.name = name
         self.member = member
         self.stats = StageStats(0.0)
         self.est = Estimator()
 
-    def present(self):
+    def present(self) -> int:
         raise NotImplementedError
 
     #: What the stage's time averages were last set from (``present()``),
@@ -67,7 +79,7 @@ class Stage(object):
     last_n = 0
     synced = -1
 
-    def record(self, now):
+    def record(self, now: float) -> None:
         # The time averages take a piece at every event (see TimeAverage);
         # while the number present stays the same the pieces wait in
         # ``sim.ticks`` and are added, in order, by ``catch_up``.
@@ -75,7 +87,7 @@ class Stage(object):
         if n != self.last_n:
             self.set_number(n, now)
 
-    def set_number(self, n, now):
+    def set_number(self, n: int, now: float) -> None:
         """The number present changed to ``n``: the pieces left for later,
         then ``TimeAverage.set`` of both averages, inlined (the same float
         operations)."""
@@ -91,7 +103,7 @@ class Stage(object):
         a.last = now
         a.value = 1.0 if n > 0 else 0.0
 
-    def catch_up(self, ticks, end):
+    def catch_up(self, ticks: List[float], end: int) -> None:
         """Add the pieces of the events ``ticks[synced + 1:end]``, where the
         values did not change (the same operations as a ``set`` at each)."""
         lo = self.synced + 1
@@ -102,20 +114,20 @@ class Stage(object):
             replay_pieces(st.util, ticks, gaps, lo, end)
         self.synced = end - 1
 
-    def restart(self, now):
+    def restart(self, now: float) -> None:
         st = self.stats
         st.number.restart(now)
         st.util.restart(now)
         self.synced = len(self.sim.ticks) - 1  # (pieces before now are dropped)
 
-    def done(self, job, now):
+    def done(self, job: Job, now: float) -> None:
         """Book-keeping of a finished job, then the session goes on."""
         self.done_flow(job, now)
         if job[0] is not None:
             job[0].cancel = None
             self.sim.resume(job[0])
 
-    def done_flow(self, job, now):
+    def done_flow(self, job: Job, now: float) -> None:
         """Book-keeping of a finished job (for a flow: on each of its stages)."""
         if self.sim.estimates:
             self.est.observe(job[3], job[3] - job[2], now - job[3])
@@ -136,30 +148,31 @@ class Stage(object):
             w.mean += d / w.n
             w.m2 += d * (x - w.mean)
 
-    def busy(self):
+    def busy(self) -> float:
         return float(self.present())
 
-    def work_left(self, now):
+    def work_left(self, now: float) -> float:
         raise NotImplementedError
 
 
 class Fifo(Stage):
     kind = "fifo"
 
-    def __init__(self, sim, index, name, member, servers):
+    def __init__(self, sim: Any, index: int, name: str, member: Optional[int],
+                 servers: Any) -> None:
         Stage.__init__(self, sim, index, name, member)
         self.servers = servers
         self.serving = 0
-        self.waiting = deque()
-        self.in_service = {}  # job id -> job
+        self.waiting: Deque[Job] = deque()
+        self.in_service: Dict[int, Job] = {}  # job id -> job
 
-    def present(self):
+    def present(self) -> int:
         return self.serving + len(self.waiting)
 
-    def busy(self):
+    def busy(self) -> float:
         return float(self.serving)
 
-    def submit(self, session, work):
+    def submit(self, session: Any, work: float) -> None:
         sim = self.sim
         now = sim.now
         job = [session, work, now, now]
@@ -171,7 +184,7 @@ class Fifo(Stage):
         if session is not None and sim.pools:  # (only a pool preempts or refuses)
             session.cancel = lambda: self.withdraw(job)
 
-    def withdraw(self, job):
+    def withdraw(self, job: Job) -> None:
         """A preempted session's job leaves the stage."""
         self.sim.touched.add(self)
         if job in self.waiting:
@@ -182,7 +195,7 @@ class Fifo(Stage):
             if self.waiting:
                 self._start(self.waiting.popleft(), self.sim.now)
 
-    def _start(self, job, now):
+    def _start(self, job: Job, now: float) -> None:
         self.serving += 1
         job[3] = now
         t = now + job[1]
@@ -191,7 +204,7 @@ class Fifo(Stage):
         sim.seq += 1  # sim.schedule(t, self.finish, job), inlined
         _heappush(sim.heap, (t, sim.seq, self.finish, job))
 
-    def finish(self, job):
+    def finish(self, job: Job) -> None:
         sim = self.sim
         now = sim.now
         if self.in_service.pop(id(job), None) is None:
@@ -207,13 +220,13 @@ class Fifo(Stage):
             s.cancel = None
             sim.make_ready(s)
 
-    def record(self, now):
+    def record(self, now: float) -> None:
         # Stage.record with present() inlined
         n = self.serving + len(self.waiting)
         if n != self.last_n:
             self.set_number(n, now)
 
-    def work_left(self, now):
+    def work_left(self, now: float) -> float:
         # What is left of a job in service is its work less the time served
         # (not its finish time less now: the two differ in the last bits).
         total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
@@ -227,14 +240,14 @@ class Fifo(Stage):
 class Delay(Stage):
     kind = "delay"
 
-    def __init__(self, sim, index, name, member):
+    def __init__(self, sim: Any, index: int, name: str, member: Optional[int]) -> None:
         Stage.__init__(self, sim, index, name, member)
-        self.jobs = {}
+        self.jobs: Dict[int, Tuple[Job, float]] = {}
 
-    def present(self):
+    def present(self) -> int:
         return len(self.jobs)
 
-    def submit(self, session, work):
+    def submit(self, session: Any, work: float) -> None:
         now = self.sim.now
         job = [session, work, now, now]
         self.jobs[id(job)] = (job, now + work)
@@ -244,17 +257,17 @@ class Delay(Stage):
         if session is not None:
             session.cancel = lambda: self.withdraw(job)
 
-    def withdraw(self, job):
+    def withdraw(self, job: Job) -> None:
         self.sim.touched.add(self)
         self.jobs.pop(id(job), None)
 
-    def finish(self, job):
+    def finish(self, job: Job) -> None:
         if self.jobs.pop(id(job), None) is None:
             return  # withdrawn
         self.sim.touched.add(self)
         self.done(job, self.sim.now)
 
-    def work_left(self, now):
+    def work_left(self, now: float) -> float:
         total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
         for job, end in self.jobs.values():
             total += job[1] - (now - job[3])
@@ -268,28 +281,29 @@ class Ps(Stage):
     ``v + w``."""
     kind = "ps"
 
-    def __init__(self, sim, index, name, member, capacity):
+    def __init__(self, sim: Any, index: int, name: str, member: Optional[int],
+                 capacity: Callable[[Any], Any]) -> None:
         Stage.__init__(self, sim, index, name, member)
         self.capacity = capacity  # compiled φ, read at the Ps moment
-        self.tags = []  # heap of (tag, start sequence, job)
+        self.tags: List[PsEntry] = []  # heap of (tag, start sequence, job)
         self.seq = 0
         self.v = 0.0
         self.v_time = 0.0
         self.rate = 0.0  # virtual-time speed φ(n)/n
         self.epoch = 0
-        self.next = None  # the entry whose finish is scheduled
+        self.next: Optional[PsEntry] = None  # the entry whose finish is scheduled
         self.changed = False
         self.ctx = PsContext(sim)
 
-    def present(self):
+    def present(self) -> int:
         return len(self.tags)
 
-    def _advance(self, now):
+    def _advance(self, now: float) -> None:
         if self.rate > 0.0 and now > self.v_time:
             self.v += (now - self.v_time) * self.rate
         self.v_time = now
 
-    def submit(self, session, work):
+    def submit(self, session: Any, work: float) -> None:
         now = self.sim.now
         self._advance(now)
         job = [session, work, now, now]
@@ -301,7 +315,7 @@ class Ps(Stage):
         if session is not None:
             session.cancel = lambda: self.withdraw(entry)
 
-    def withdraw(self, entry):
+    def withdraw(self, entry: PsEntry) -> None:
         if entry in self.tags:
             self._advance(self.sim.now)
             self.tags.remove(entry)
@@ -309,7 +323,7 @@ class Ps(Stage):
             self.changed = True
             self.sim.mark_changed(self)
 
-    def reschedule(self):
+    def reschedule(self) -> None:
         """After a settle in which the job set changed: re-read φ and
         schedule the next finish (older finish events become stale)."""
         now = self.sim.now
@@ -325,11 +339,11 @@ class Ps(Stage):
         self.rate = phi / n if phi == phi and phi > 0.0 else 0.0
         if self.rate <= 0.0:
             return
-        self.next = self.tags[0]
-        tag = self.next[0]
+        nxt = self.next = self.tags[0]
+        tag = nxt[0]
         self.sim.schedule(now + max(0.0, tag - self.v) / self.rate, self.finish, self.epoch)
 
-    def finish(self, epoch):
+    def finish(self, epoch: int) -> None:
         if epoch != self.epoch:
             return  # stale: the job set changed since this was scheduled
         now = self.sim.now
@@ -342,7 +356,7 @@ class Ps(Stage):
         entry = self.next
         if tags[0] is entry:
             heapq.heappop(tags)
-        elif entry in tags:
+        elif entry is not None and entry in tags:
             tags.remove(entry)
             heapq.heapify(tags)
         else:
@@ -353,7 +367,7 @@ class Ps(Stage):
         self.sim.mark_changed(self)
         self.done(job, now)
 
-    def work_left(self, now):
+    def work_left(self, now: float) -> float:
         v = self.v + ((now - self.v_time) * self.rate if self.rate > 0.0 else 0.0)
         total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
         for tag, _, job in sorted(self.tags):
@@ -366,9 +380,9 @@ class PsContext(object):
     stream, ``present``."""
     __slots__ = ("a", "rng", "present")
 
-    def __init__(self, sim):
-        self.a = None
-        self.rng = sim.machine_rng
+    def __init__(self, sim: Any) -> None:
+        self.a: Any = None
+        self.rng: Any = sim.machine_rng
         self.present = 0.0
 
 
@@ -381,14 +395,14 @@ class Estimator(object):
 
     ALPHA = 0.01
 
-    def __init__(self):
-        self.last_start = None
+    def __init__(self) -> None:
+        self.last_start = 0.0  # (read from the second observation on)
         self.starts = 0
         self.gap = 0.0
         self.service = 0.0
         self.wait = 0.0
 
-    def observe(self, start, wait, service):
+    def observe(self, start: float, wait: float, service: float) -> None:
         a = self.ALPHA
         if self.starts == 0:
             self.service = service
@@ -402,13 +416,13 @@ class Estimator(object):
         self.last_start = start
         self.starts += 1
 
-    def lam(self):
+    def lam(self) -> float:
         return 1.0 / self.gap if self.starts >= 2 and self.gap > 0.0 else 0.0
 
-    def rho(self):
+    def rho(self) -> float:
         return min(self.lam() * self.service, 0.99) if self.starts >= 2 else 0.0
 
-    def w(self):
+    def w(self) -> float:
         return self.wait if self.starts >= 2 else 0.0
 
 
@@ -417,15 +431,16 @@ class SharedStage(Stage):
     jobs are flows of the program's ``Flows`` (``share maxmin|bottleneck``)."""
     kind = "shared"
 
-    def __init__(self, sim, index, name, member, cap):
+    def __init__(self, sim: Any, index: int, name: str, member: Optional[int],
+                 cap: Any) -> None:
         Stage.__init__(self, sim, index, name, member)
         self.cap = cap
-        self.flows = {}  # flow id -> flow, in start order
+        self.flows: Dict[int, Flow] = {}  # flow id -> flow, in start order
 
-    def present(self):
+    def present(self) -> int:
         return len(self.flows)
 
-    def record(self, now):
+    def record(self, now: float) -> None:
         n = len(self.flows)
         st = self.stats
         if n == 0 and st.number.value == 0.0 and st.util.value == 0.0 and self.cap > 0:
@@ -443,10 +458,10 @@ class SharedStage(Stage):
         a.last = now
         a.value = load / self.cap
 
-    def catch_up(self, ticks, end):
+    def catch_up(self, ticks: List[float], end: int) -> None:
         pass  # (recorded at every event: the load changes with the flows)
 
-    def work_left(self, now):
+    def work_left(self, now: float) -> float:
         total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
         for f in self.flows.values():
             total += f.remaining - f.rate * (now - f.since)
@@ -456,15 +471,16 @@ class SharedStage(Stage):
 class Flow(object):
     __slots__ = ("id", "session", "stages", "remaining", "rate", "since", "start", "job")
 
-    def __init__(self, fid, session, stages, work, now):
+    def __init__(self, fid: int, session: Any, stages: List[SharedStage], work: float,
+                 now: float) -> None:
         self.id = fid
-        self.session = session
+        self.session: Any = session
         self.stages = stages
         self.remaining = work
         self.rate = 0.0
         self.since = now
         self.start = now
-        self.job = [session, work, now, now]
+        self.job: Job = [session, work, now, now]
 
 
 class Flows(object):
@@ -475,15 +491,15 @@ class Flows(object):
     stages that change touched (and every stage their flows connect them
     to); then the earliest finish is scheduled and older ones go stale."""
 
-    def __init__(self, sim, policy):
-        self.sim = sim
+    def __init__(self, sim: Any, policy: str) -> None:
+        self.sim: Any = sim
         self.maxmin = policy == "MaxMin"
         self.next_id = 0
-        self.flows = {}
-        self.touched = set()
+        self.flows: Dict[int, Flow] = {}
+        self.touched: Set[SharedStage] = set()
         self.epoch = 0
 
-    def start(self, session, stages, work):
+    def start(self, session: Any, stages: List[SharedStage], work: float) -> None:
         now = self.sim.now
         f = Flow(self.next_id, session, stages, work, now)
         self.next_id += 1
@@ -495,7 +511,7 @@ class Flows(object):
         if session is not None:  # (a spilled piece's write has none)
             session.cancel = lambda: self.withdraw(f)
 
-    def withdraw(self, f):
+    def withdraw(self, f: Flow) -> None:
         if self.flows.pop(f.id, None) is None:
             return
         for st in f.stages:
@@ -503,10 +519,10 @@ class Flows(object):
             self.touched.add(st)
         self.sim.flows_dirty = True
 
-    def component(self):
+    def component(self) -> Tuple[List[SharedStage], List[Flow]]:
         stages = set(self.touched)
         todo = list(stages)
-        flows = {}
+        flows: Dict[int, Flow] = {}
         while todo:
             st = todo.pop()
             for f in st.flows.values():
@@ -518,7 +534,7 @@ class Flows(object):
                             todo.append(other)
         return sorted(stages, key=lambda s: s.index), [flows[k] for k in sorted(flows)]
 
-    def recompute(self):
+    def recompute(self) -> None:
         now = self.sim.now
         stages, flows = self.component()
         self.touched = set()
@@ -532,7 +548,7 @@ class Flows(object):
             for f in flows:
                 f.rate = min(st.cap / len(st.flows) for st in f.stages)
         self.epoch += 1
-        best = None
+        best: Optional[Tuple[float, int]] = None
         for f in self.flows.values():
             if f.rate > 0.0:
                 t = f.since + max(0.0, f.remaining) / f.rate
@@ -541,12 +557,12 @@ class Flows(object):
         if best is not None:
             self.sim.schedule(best[0], self.finish, (self.epoch, best[1]))
 
-    def _maxmin(self, stages, flows):
+    def _maxmin(self, stages: List[SharedStage], flows: List[Flow]) -> None:
         left = {st: st.cap for st in stages}
         unfrozen = {st: len(st.flows) for st in stages}
-        frozen = set()
+        frozen: Set[int] = set()
         while len(frozen) < len(flows):
-            pick = None
+            pick: Optional[Tuple[Any, SharedStage]] = None
             for st in stages:
                 if unfrozen[st] > 0:
                     share = left[st] / unfrozen[st]
@@ -564,7 +580,7 @@ class Flows(object):
                     left[other] -= share
                     unfrozen[other] -= 1
 
-    def finish(self, arg):
+    def finish(self, arg: Tuple[int, int]) -> None:
         epoch, fid = arg
         if epoch != self.epoch:
             return

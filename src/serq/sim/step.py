@@ -8,6 +8,7 @@ via`) while budget is left; then the iteration costs ``cost`` time, and at
 its end the tokens are committed.
 """
 import math
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ..errors import RunError
 from ..ir import nodes as ir
@@ -16,15 +17,19 @@ from .exprs import fmt
 from .pools import EPS, round_up, total_key
 from .stages import Stage
 
+if TYPE_CHECKING:
+    from .holds import HoldRun
+    from .session import Session
+
 INF = math.inf
 
 #: The context fields ``Step.totals`` sets.
 TOTALS = ("Nres", "Ndec", "Kvb", "Kvp")
 
 
-def reads_totals(*exprs):
+def reads_totals(*exprs: Any) -> bool:
     """Whether any of the IR expressions reads ``nres ndec kvb kvp``."""
-    todo = list(exprs)
+    todo: List[Any] = list(exprs)
     while todo:
         x = todo.pop()
         if isinstance(x, (list, tuple)):
@@ -33,14 +38,14 @@ def reads_totals(*exprs):
             if x.var in TOTALS:
                 return True
         elif hasattr(x, "__dataclass_fields__"):
-            todo.extend(getattr(x, f) for f in x.__dataclass_fields__)
+            todo.extend([getattr(x, f) for f in x.__dataclass_fields__])
     return False
 
 
-def _attr_slots(e):
+def _attr_slots(e: Any) -> List[int]:
     """The session attribute slots an IR expression reads."""
-    out = []
-    todo = [e]
+    out: List[int] = []
+    todo: List[Any] = [e]
     while todo:
         x = todo.pop()
         if isinstance(x, (list, tuple)):
@@ -52,17 +57,17 @@ def _attr_slots(e):
     return out
 
 
-def reads_attrs(e):
+def reads_attrs(e: Any) -> bool:
     return bool(_attr_slots(e))
 
 
-def nan_attrs(fn, e):
+def nan_attrs(fn: Callable[[Any], Any], e: Any) -> Callable[[Any], Any]:
     """``fn`` (an expression read with no session) with every session
     attribute reading NaN, as in 0.1.3 (a step's chunk; NaN there is no
     limit)."""
     nan = [math.nan] * (max(_attr_slots(e)) + 1)
 
-    def read(ctx):
+    def read(ctx: Any) -> Any:
         saved = ctx.a
         ctx.a = nan
         try:
@@ -77,7 +82,8 @@ class StepJob(object):
     __slots__ = ("session", "decode", "remaining", "grow", "arrived", "gone", "stalled",
                  "pending")
 
-    def __init__(self, session, decode, work, grow, now):
+    def __init__(self, session: "Session", decode: bool, work: float,
+                 grow: "Optional[Tuple[HoldRun, int]]", now: float) -> None:
         self.session = session
         self.decode = decode
         self.remaining = work
@@ -92,22 +98,22 @@ class Plan(object):
     """An iteration being planned: the budget B and chunk C read once, what
     is left, the tokens given so far, who was served."""
 
-    def __init__(self, stage, B, C):
+    def __init__(self, stage: "Step", B: float, C: float) -> None:
         self.stage = stage
         self.B = B
         self.C = C
         self.left = B
-        self.served = set()
-        self.assigned = []  # [job, tokens]
+        self.served: Set[StepJob] = set()
+        self.assigned: List[List[Any]] = []  # [job, tokens]
         self.refused = False  # a granule refused a prefill: no more admission
-        self.attention = {}  # job -> its prefill chunk's attention term
+        self.attention: Dict[StepJob, float] = {}  # job -> its prefill chunk's attention term
         self.admitted = 0
-        self.prefill_at_start = any(not j.decode for j in stage.residents)
+        self.prefill_at_start = any([not j.decode for j in stage.residents])
 
-    def preempted(self):
+    def preempted(self) -> float:
         return 1.0 if self.stage.preempted_now else 0.0
 
-    def give(self, job, exclusive):
+    def give(self, job: StepJob, exclusive: bool) -> str:
         """Give ``job`` its tokens: "given", "skip", or "self" (it preempted
         itself growing its memory)."""
         stage = self.stage
@@ -139,13 +145,13 @@ class Plan(object):
             if extra > EPS:
                 outcome = stage.sim.grow_for_step(stage, job, run, i, extra)
                 # residents given tokens and preempted meanwhile give them back
+                gone = False
                 for aj, at in self.assigned:
                     if aj.gone:
+                        gone = True
                         break
-                else:
-                    aj = None  # none was preempted
-                if aj is not None:
-                    kept = []
+                if gone:
+                    kept: List[List[Any]] = []
                     for aj, at in self.assigned:
                         if aj.gone:
                             self.left += at
@@ -174,52 +180,67 @@ class StepContext(object):
                  "decoding", "admission", "remaining", "admitted", "preempted", "demand",
                  "served", "arrived", "session")
 
-    def __init__(self, rng):
-        self.a = None
-        self.rng = rng
-        self.session = None
-        for k in ("nres", "ndec", "kvb", "kvp", "ntok", "npre", "attn", "decoding",
-                  "admission", "remaining", "admitted", "preempted", "demand", "served",
-                  "arrived"):
-            setattr(self, k, 0.0)
+    def __init__(self, rng: Any) -> None:
+        self.a: Any = None
+        self.rng: Any = rng
+        self.session: Any = None
+        self.nres = 0.0
+        self.ndec = 0.0
+        self.kvb = 0.0
+        self.kvp = 0.0
+        self.ntok = 0.0
+        self.npre = 0.0
+        self.attn = 0.0
+        self.decoding = 0.0
+        self.admission = 0.0
+        self.remaining = 0.0
+        self.admitted = 0.0
+        self.preempted = 0.0
+        self.demand = 0.0
+        self.served = 0.0
+        self.arrived = 0.0
 
 
 class Step(Stage):
     kind = "step"
 
-    def __init__(self, sim, index, name, member, spec, compiler):
+    def __init__(self, sim: Any, index: int, name: str, member: Optional[int], spec: Any,
+                 compiler: Any) -> None:
         Stage.__init__(self, sim, index, name, member)
         c = compiler
-        self.budget = c.fast(spec.budget)
-        self.cost = c.fast(spec.cost)
-        self.chunk = c.fast(spec.chunk)
+        self.budget: Callable[[StepContext], Any] = c.fast(spec.budget)
+        self.cost: Callable[[StepContext], Any] = c.fast(spec.cost)
+        self.chunk: Callable[[StepContext], Any] = c.fast(spec.chunk)
         if reads_attrs(spec.chunk):
             self.chunk = nan_attrs(self.chunk, spec.chunk)
-        self.granule = None if spec.granule is None else spec.granule.value
-        self.exclusive = spec.serve == "ExclusivePrefill"
-        self.serve_keys = [] if self.exclusive else [c.fast(k) for k in spec.serve]
+        self.granule: Optional[float] = None if spec.granule is None else spec.granule.value
+        self.exclusive: bool = spec.serve == "ExclusivePrefill"
+        self.serve_keys: List[Callable[[StepContext], Any]] = (
+            [] if self.exclusive else [c.fast(k) for k in spec.serve])
         # What reads the totals (``totals`` walks every resident's holds):
         # where nothing does, they are not computed.
         self.budget_totals = reads_totals(spec.budget, spec.chunk)
         self.cost_totals = reads_totals(spec.cost)
         self.serve_totals = not self.exclusive and reads_totals(spec.serve)
-        self.memory = spec.memory
-        self.body = spec.iteration
-        self.compiler = compiler
+        self.memory: Optional[int] = spec.memory
+        self.body: Optional[List[Any]] = spec.iteration
+        self.compiler: Any = compiler
         # The decode-only planning shortcut (plan_decodes) serves the
         # default procedure in admission order only.
         self.fast = self.body is None and not self.exclusive and not self.serve_keys
-        self.compiled_cache = {}
-        self.residents = []
+        self.compiled_cache: Dict[int, Callable[[StepContext], Any]] = {}
+        self.residents: List[StepJob] = []
         self.changes = 0  # count of insertions into / removals from residents
-        self.running = None  # the assignment of the running iteration
+        # the assignment of the running iteration: (job, tokens) pairs
+        self.running: Optional[List[Any]] = None
         self.ctx = StepContext(sim.machine_rng)
         self.iterations = 0
         self.served_total = 0.0
         self.idle_with_work = False
         self.preempted_now = False
-        self.planning_left = None  # budget left, while an admission's header is read
-        self.admits = []  # pools this stage admits (set by the simulator)
+        # budget left, while an admission's header is read
+        self.planning_left: Optional[float] = None
+        self.admits: List[Any] = []  # pools this stage admits (set by the simulator)
         st = self.stats
         st.prefill_only = IntervalAverage()
         st.decode_only = IntervalAverage()
@@ -232,13 +253,13 @@ class Step(Stage):
 
     # ------------------------------------------------------------ residents
 
-    def present(self):
+    def present(self) -> int:
         return len(self.residents)
 
-    def busy(self):
+    def busy(self) -> float:
         return float(len(self.running)) if self.running else 0.0
 
-    def work_left(self, now):
+    def work_left(self, now: float) -> float:
         # 0.1.3 sums the residents' remaining tokens from -0.0 (an idle
         # stage's work reads -0, and a p99 of such samples prints `-0`).
         total = -0.0
@@ -246,7 +267,8 @@ class Step(Stage):
             total += j.remaining
         return total
 
-    def submit_step(self, session, decode, work, grow):
+    def submit_step(self, session: "Session", decode: bool, work: float,
+                    grow: "Optional[Tuple[HoldRun, int]]") -> None:
         now = self.sim.now
         job = StepJob(session, decode, work, grow, now)
         adm = session.admission
@@ -259,7 +281,7 @@ class Step(Stage):
         session.cancel = lambda: self.withdraw(job)
         session.step_job = job
 
-    def withdraw(self, job):
+    def withdraw(self, job: StepJob) -> None:
         """A preempted resident leaves the stage (and its iteration)."""
         job.gone = True
         if job in self.residents:
@@ -269,7 +291,7 @@ class Step(Stage):
         if self.running is not None:
             self.running = [(j, t) for j, t in self.running if j is not job]
 
-    def pending(self):
+    def pending(self) -> bool:
         if self.residents:
             return True
         for p in self.admits:
@@ -279,7 +301,7 @@ class Step(Stage):
 
     # --------------------------------------------------------------- totals
 
-    def memory_of(self, session):
+    def memory_of(self, session: "Session") -> float:
         """Units all holds of ``session`` have in the stage's memory pool."""
         if self.memory is None:
             return 0.0
@@ -295,7 +317,7 @@ class Step(Stage):
                     i += 1
         return total
 
-    def totals(self, ctx, jobs):
+    def totals(self, ctx: StepContext, jobs: List[StepJob]) -> None:
         ndec = kvb = kvp = 0.0
         for j in jobs:
             if j.decode:
@@ -310,7 +332,7 @@ class Step(Stage):
 
     # ------------------------------------------------------------- planning
 
-    def attempt(self):
+    def attempt(self) -> None:
         """Plan an iteration (the default procedure, or the stage's
         ``iteration`` body) and start it, if it schedules anything."""
         sim = self.sim
@@ -326,13 +348,14 @@ class Step(Stage):
         self.preempted_now = False
         self.preempt_count = 0
         if self.fast and sim.trace_iterations is None:
-            plan = self.plan_decodes(B, C)
-            if type(plan) is list:
+            decodes = self.plan_decodes(B, C)
+            if isinstance(decodes, list):
                 # Every resident decoding, each given its token: no one is
                 # gone, nothing admitted (plan_decodes says when it applies).
                 self.idle_with_work = False
-                self.start_decodes(C, plan)
+                self.start_decodes(C, decodes)
                 return
+            plan = decodes
             self.plan_default(plan)
         elif self.body is None:
             plan = Plan(self, B, C)
@@ -355,7 +378,7 @@ class Step(Stage):
         self.idle_with_work = False
         self.start(C, plan.attention, assigned, plan)
 
-    def plan_decodes(self, B, C):
+    def plan_decodes(self, B: float, C: float) -> Union[List[List[Any]], Plan]:
         """The default plan while every resident decodes, written for speed
         (most iterations of a loaded engine): each resident in order gets its
         token, growing its memory where that needs no eviction choice beyond
@@ -363,7 +386,7 @@ class Step(Stage):
         first resident it does not handle (a prefill, a stalled one, a growth
         that does not fit) or when an admission is to be tried, a `Plan` in
         the state the general procedure would have reached, for it to go on."""
-        assigned = []
+        assigned: List[List[Any]] = []
         left = B
         try_grow = self.sim.try_grow
         for j in self.residents:
@@ -397,7 +420,7 @@ class Step(Stage):
             return self.handover(B, C, assigned, left)
         return assigned
 
-    def handover(self, B, C, assigned, left):
+    def handover(self, B: float, C: float, assigned: List[List[Any]], left: float) -> Plan:
         plan = Plan(self, B, C)
         plan.prefill_at_start = False  # (the fast path stops at the first prefill)
         plan.assigned = assigned
@@ -407,7 +430,7 @@ class Step(Stage):
             served.add(j)
         return plan
 
-    def plan_default(self, plan):
+    def plan_default(self, plan: Plan) -> None:
         """Serve the residents in order while the budget lasts; when every
         resident has been served, admit one waiting hold and go on."""
         sim = self.sim
@@ -457,7 +480,7 @@ class Step(Stage):
             if outcome == "given" and (plan.left <= 0 or (self.exclusive and not job.decode)):
                 break
 
-    def run_body(self, plan, body):
+    def run_body(self, plan: Plan, body: List[Any]) -> None:
         """An explicit ``iteration { … }``: each statement once, in order."""
         sim = self.sim
         for st in body:
@@ -473,16 +496,20 @@ class Step(Stage):
                 elif g == 0.0:
                     self.run_body(plan, st.other)
                 else:
-                    raise RunError("stage `%s`: an iteration body's test read %s; a test is 1 "
+                    err = RunError("stage `%s`: an iteration body's test read %s; a test is 1 "
                                    "or 0" % (self.name, fmt(g)))
+                    err.stage = self
+                    raise err
             else:
                 v = self.plan_read(plan, st.value)
                 if v != v or v in (INF, -INF):
-                    raise RunError("stage `%s`: `set` of a register to %s; a register is a "
+                    err = RunError("stage `%s`: `set` of a register to %s; a register is a "
                                    "finite number" % (self.name, fmt(v)))
+                    err.stage = self
+                    raise err
                 sim.registers[st.register] = v
 
-    def plan_ctx(self, plan):
+    def plan_ctx(self, plan: Plan) -> StepContext:
         ctx = self.ctx
         ctx.a = None
         self.totals(ctx, self.residents)
@@ -497,17 +524,17 @@ class Step(Stage):
         ctx.preempted = float(plan.preempted())
         return ctx
 
-    def plan_read(self, plan, f):
+    def plan_read(self, plan: Plan, f: Any) -> Any:
         return self.compiled(f)(self.plan_ctx(plan))
 
-    def compiled(self, e):
+    def compiled(self, e: Any) -> Callable[[StepContext], Any]:
         f = self.compiled_cache.get(id(e))
         if f is None:
             f = self.compiler.expr(e)
             self.compiled_cache[id(e)] = f
         return f
 
-    def excluded(self, only, job):
+    def excluded(self, only: Any, job: StepJob) -> bool:
         """``only (p)`` read for one resident (Serve moment)."""
         if only is None:
             return False
@@ -521,9 +548,9 @@ class Step(Stage):
         ctx.a = None
         return v == 0.0
 
-    def body_serve(self, plan, st):
+    def body_serve(self, plan: Plan, st: Any) -> None:
         keys = None if st.by is None else [self.compiled(k) for k in st.by]
-        skipped = set()
+        skipped: Set[StepJob] = set()
         while plan.left > 0:
             job = None
             for j in self.serving_order(keys):
@@ -540,7 +567,7 @@ class Step(Stage):
             if plan.give(job, False) == "self":
                 return
 
-    def body_admit(self, plan, st):
+    def body_admit(self, plan: Plan, st: Any) -> None:
         sim = self.sim
         while plan.left > 0 and not plan.refused:
             if st.gate is not None:
@@ -548,8 +575,10 @@ class Step(Stage):
                 if g == 0.0:
                     return
                 if g != 1.0:
-                    raise RunError("stage `%s`: `admit … while (g)` read %s; a test is 1 or 0"
+                    err = RunError("stage `%s`: `admit … while (g)` read %s; a test is 1 or 0"
                                    % (self.name, fmt(g)))
+                    err.stage = self
+                    raise err
             before = set(j for j in self.residents)
             self.planning_left = plan.left
             got = sim.admit_for(self)
@@ -567,7 +596,8 @@ class Step(Stage):
                 if outcome == "self" or plan.refused:
                     return
 
-    def start(self, C, attn, assigned, plan):
+    def start(self, C: float, attn: Dict[StepJob, float], assigned: List[Any],
+              plan: Plan) -> None:
         """Steps 6 of the iteration: the cost, the claims, the event.
         ``attn`` maps job to a prefill chunk's attention term; ``plan`` is
         for the iteration trace."""
@@ -577,6 +607,8 @@ class Step(Stage):
         # The attention term of the prefill chunks that are still assigned
         # (a resident preempted after it was given tokens gives them back).
         attention = ntok = npre = ndec = 0.0
+        j: StepJob
+        t: float
         for j, t in assigned:
             ntok += t
             if j.decode:
@@ -600,7 +632,7 @@ class Step(Stage):
             ctx.kvp = kvp
         self.launch(C, assigned, plan, ntok, ndec, npre)
 
-    def start_decodes(self, C, assigned):
+    def start_decodes(self, C: float, assigned: List[List[Any]]) -> None:
         """``start`` of a plan of decodes only (``plan_decodes``), in one
         pass: each job's position moves on by its token, and the sums
         ``start`` makes, in the same order (no prefill: ``prefilled``,
@@ -612,6 +644,8 @@ class Step(Stage):
         if (self.cost_totals or sim.claims) and self.memory is not None:
             mp = sim.pools[self.memory]
         ntok = ndec = kvb = 0.0
+        j: StepJob
+        t: float
         for j, t in assigned:
             g = j.grow
             if g is not None:
@@ -642,7 +676,8 @@ class Step(Stage):
             ctx.kvp = 0.0
         self.launch(C, assigned, None, ntok, ndec, 0.0)
 
-    def launch(self, C, assigned, plan, ntok, ndec, npre):
+    def launch(self, C: float, assigned: List[Any], plan: Optional[Plan], ntok: float,
+               ndec: float, npre: float) -> None:
         """The rest of ``start``, once the context holds the sums: the
         cost, the claims, the statistics and the event."""
         sim = self.sim
@@ -651,8 +686,10 @@ class Step(Stage):
         if not cost > 0.0:
             cost = 0.0
             if ntok > 0:
-                raise RunError("stage `%s`: an iteration of %s tokens costs %s; an iteration "
+                err = RunError("stage `%s`: an iteration of %s tokens costs %s; an iteration "
                                "takes time" % (self.name, fmt(ntok), fmt(cost)))
+                err.stage = self
+                raise err
         if sim.claims:
             ctx.demand = self.demand(C)
             ctx.served = self.served_total
@@ -673,7 +710,7 @@ class Step(Stage):
             sim.trace_iterations(self, plan, assigned, cost)
         sim.schedule(sim.now + cost, self.iteration_end, None)
 
-    def demand(self, chunk):
+    def demand(self, chunk: float) -> float:
         """What the residents want: a token per decode, a chunk per prefill."""
         total = 0.0
         for j in self.residents:
@@ -683,7 +720,7 @@ class Step(Stage):
                 total += j.remaining if chunk <= 0 else min(chunk, j.remaining)
         return total
 
-    def budget_left(self):
+    def budget_left(self) -> float:
         """``budget_left(S)``: during an admission S plans, the budget left
         for it; otherwise the budget now less what the residents want."""
         if self.planning_left is not None:
@@ -697,7 +734,8 @@ class Step(Stage):
             c = 0.0
         return max(0.0, b - self.demand(c))
 
-    def serving_order(self, keys=None):
+    def serving_order(self, keys: Optional[List[Callable[[StepContext], Any]]] = None
+                      ) -> List[StepJob]:
         """The residents in serving order: by the keys (the stage's `serve`
         order unless a body's `serve by` gives its own), stable, else in
         admission order."""
@@ -708,7 +746,7 @@ class Step(Stage):
         ctx = self.ctx
         if totals:
             self.totals(ctx, self.residents)
-        keyed = []
+        keyed: List[Tuple[List[Any], int, StepJob]] = []
         for n, j in enumerate(self.residents):
             ctx.a = j.session.a
             ctx.decoding = 1.0 if j.decode else 0.0
@@ -721,7 +759,7 @@ class Step(Stage):
 
     # ------------------------------------------------------------------ end
 
-    def iteration_end(self, _):
+    def iteration_end(self, _: Any) -> None:
         sim = self.sim
         now = sim.now
         self.account(now)
@@ -733,8 +771,10 @@ class Step(Stage):
         # Gaps are added in runs of equal values (``add_repeat``: the same
         # float sum as one ``add`` each): in a batch of decodes most
         # residents' previous token ended with the previous iteration.
-        gap = None
+        gap: Optional[float] = None
         repeat = 0
+        j: StepJob
+        t: float
         for j, t in assigned:
             if j.gone:
                 continue
@@ -780,7 +820,7 @@ class Step(Stage):
 
     # ------------------------------------------------------------ statistics
 
-    def account(self, now):
+    def account(self, now: float) -> None:
         """The running iteration's share of the mix averages, up to ``now``
         (at its end, or at the run's end for one still running)."""
         st = self.stats
@@ -791,16 +831,16 @@ class Step(Stage):
         st.mixed.add(t0, now, 1.0 if pre and dec else 0.0)
         st.decodes.add(t0, now, self.running_decodes)
 
-    def close(self, end):
+    def close(self, end: float) -> None:
         if self.running is not None:
             self.account(end)
 
-    def restart(self, now):
+    def restart(self, now: float) -> None:
         Stage.restart(self, now)
         st = self.stats
         for avg in (st.prefill_only, st.decode_only, st.mixed, st.decodes):
             avg.restart(now)
 
     preempt_count = 0
-    running_kind = (False, False)
+    running_kind: Tuple[bool, bool] = (False, False)
     running_decodes = 0.0
