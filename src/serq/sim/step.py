@@ -53,7 +53,7 @@ def _attr_slots(e: Any) -> List[int]:
         elif type(x) is ir.Attr:
             out.append(x.slot)
         elif hasattr(x, "__dataclass_fields__"):
-            todo.extend(getattr(x, f) for f in x.__dataclass_fields__)
+            todo.extend([getattr(x, f) for f in x.__dataclass_fields__])
     return out
 
 
