@@ -17,9 +17,6 @@ ROOT = "serq"
 #: Cycles tolerated for now, each as the sorted tuple of its modules, with
 #: why.
 KNOWN_CYCLES = {
-    # exprs.Compiler.fast imports codegen's writer lazily; codegen takes
-    # exprs' float helpers
-    ("serq.sim.codegen", "serq.sim.exprs"),
     # rng re-exports rng_batch, which builds rng's generators
     ("serq.sim.rng", "serq.sim.rng_batch"),
     # sweep.run starts the ray backend lazily, which runs sweep.run's tasks
