@@ -18,6 +18,7 @@ from ..errors import RunError
 from ..ir import nodes as ir
 from ..report.stats import RunningSummary
 from . import rng as streams
+from .rng_batch import StatementStreams, WorkloadStreams
 from .exprs import Compiler, fmt
 from .session import Interpreter, Session
 from .settle import READY_LIMIT, Settle
@@ -156,8 +157,8 @@ class Simulator(Settle):
         self.trace_rng = streams.trace_stream(prog.seed)
         self.evict_rng = streams.evict_stream(prog.seed)
         # Sessions arrive in serial order: their streams are set up in batches.
-        self.statement_streams = streams.StatementStreams(prog.seed)
-        self.init_streams = streams.WorkloadStreams(prog.seed)
+        self.statement_streams = StatementStreams(prog.seed)
+        self.init_streams = WorkloadStreams(prog.seed)
         self.victim_ctx = VictimContext(self.machine_rng)
         self.registers = [r.init for r in prog.registers]
         self.trace = trace  # corpus: list of sessions, each a list of turns
