@@ -17,8 +17,6 @@ ROOT = "serq"
 #: Cycles tolerated for now, each as the sorted tuple of its modules, with
 #: why.
 KNOWN_CYCLES = {
-    # sweep.run starts the ray backend lazily, which runs sweep.run's tasks
-    ("serq.sweep.ray_backend", "serq.sweep.run"),
     # plot's subcommand borrows the CLI's argument types
     ("serq.cli", "serq.plot.cli"),
 }
