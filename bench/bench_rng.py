@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from serq.sim import dist  # noqa: E402
 from serq.sim import rng as R  # noqa: E402
+from serq.sim import rng_batch as B  # noqa: E402
 
 try:
     import pyserq
@@ -61,18 +62,18 @@ def setup_costs(make):
 def batched_costs():
     """µs per stream + first draw: ``StatementStreams.get``, ``statement_streams``."""
     n = 4096 if QUICK else 32768
-    src = R.StatementStreams(SEED)
+    src = B.StatementStreams(SEED)
     serial = [0]
 
     def get_and_draw():
         serial[0] += 1
         src.get(serial[0]).random_f64()
 
-    k = R.BATCH_MAX
+    k = B.BATCH_MAX
 
     def batch_and_draw():
         serial[0] += k
-        for rng in R.statement_streams(SEED, serial[0], k):
+        for rng in B.statement_streams(SEED, serial[0], k):
             rng.random_f64()
 
     return best(get_and_draw, n) * 1e6, best(batch_and_draw, max(1, n // k)) / k * 1e6
@@ -114,7 +115,7 @@ def main():
         if label in batched:
             print("%-16s   batched: StatementStreams.get+first f64 %6.2f us, "
                   "statement_streams(.., %d)+first f64 %6.2f us per stream"
-                  % ("", batched[label][0], R.BATCH_MAX, batched[label][1]))
+                  % ("", batched[label][0], B.BATCH_MAX, batched[label][1]))
         for name, rate in rates:
             print("%-16s   %-16s %8.3f M draws/s" % ("", name, rate))
     if pyserq is not None:

@@ -31,6 +31,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 from serq.report.stats import IntervalAverage, ItlHistogram, Welford  # noqa: E402
 from serq.sim import rng as streams  # noqa: E402
+from serq.sim import rng_batch  # noqa: E402
 
 N = 200_000
 
@@ -56,7 +57,7 @@ def heap_event(n):
 
 
 def session_stream(n):
-    ss = streams.StatementStreams(7)
+    ss = rng_batch.StatementStreams(7)
     for serial in range(n):
         ss.get(serial).random_f64()
 

@@ -1,10 +1,11 @@
-"""Batched stream setup (serq.sim.rng.substreams, StatementStreams, ...):
+"""Batched stream setup (serq.sim.rng_batch.substreams, StatementStreams, ...):
 every batched stream draws exactly what the one-by-one stream draws."""
 import random
 
 import pytest
 
 from serq.sim import rng as R
+from serq.sim import rng_batch as B
 
 from fixtures import make_rng_oracle as oracle
 
@@ -37,7 +38,7 @@ def test_wide_batch_matches_scalar_pieces():
     for k in (1, 2, 3, 5, 16, 33, 64, 256):
         for seed, first, b, c in [(SEEDS[k % len(SEEDS)], FIRSTS[k % len(FIRSTS)], 0, 2),
                                   (M64, M64 - k // 2, 7, 1), (0, 0, 0, 0)]:
-            seeds, keys, words = R._wide_batch(seed, first, k, b, c)
+            seeds, keys, words = B._wide_batch(seed, first, k, b, c)
             assert len(seeds) == k and len(keys) == 8 * k and len(words) == 16 * k
             for j in range(k):
                 s = R.substream_seed(seed, first + j, b, c)
@@ -51,7 +52,7 @@ def test_substreams_state_matches(implementation):
     for seed in SEEDS:
         for first in FIRSTS:
             for count in (1, 3, 4, 17, 300):
-                got = R.substreams(seed, first, count, 0, R.STATEMENT_KIND)
+                got = B.substreams(seed, first, count, 0, R.STATEMENT_KIND)
                 assert len(got) == count
                 for j in (0, 1, count // 2, count - 1):
                     if j < count:
@@ -63,9 +64,9 @@ def test_statement_and_workload_streams_draw_the_same(implementation):
     """Every draw method, long mixed scripts crossing many refills."""
     for i, seed in enumerate(SEEDS):
         first = FIRSTS[i % len(FIRSTS)]
-        batched = R.statement_streams(seed, first, 40)
-        work = R.workload_streams(seed, first, 40)
-        work2 = R.workload_streams(seed, first, 40, turns_taken=3)
+        batched = B.statement_streams(seed, first, 40)
+        work = B.workload_streams(seed, first, 40)
+        work2 = B.workload_streams(seed, first, 40, turns_taken=3)
         for j in range(0, 40, 7):
             n = 600 if j == 0 else 60
             number = 100 * i + j
@@ -78,7 +79,7 @@ def test_each_draw_method_from_a_fresh_batched_stream(implementation):
     """The first draw of each kind, then an odd alignment straddling the
     first block's end and the first four-block refill."""
     seed = SEEDS[9]
-    streams = R.statement_streams(seed, 5, 64)
+    streams = B.statement_streams(seed, 5, 64)
     methods = [("next_u32", ()), ("next_u64", ()), ("random_f64", ()),
                ("range_u32", (3, 1000)), ("range_u64", (0, 2 ** 64 - 2)),
                ("range_f64", (-2.5, 7.0))]
@@ -96,8 +97,8 @@ def test_each_draw_method_from_a_fresh_batched_stream(implementation):
 
 def test_statement_streams_get_in_order_and_not(implementation):
     seed = SEEDS[8]
-    src = R.StatementStreams(seed)
-    wsrc = R.WorkloadStreams(seed)
+    src = B.StatementStreams(seed)
+    wsrc = B.WorkloadStreams(seed)
     serials = list(range(700)) + [3, 699, 5000, 5001, 2, 10 ** 6]
     for serial in serials:
         rng = src.get(serial)
@@ -115,14 +116,14 @@ def test_statement_streams_get_in_order_and_not(implementation):
 def test_batches_grow_to_the_maximum():
     previous = R.use_implementation("rows")
     try:
-        src = R.StatementStreams(1)
+        src = B.StatementStreams(1)
         sizes = []
         for serial in range(2000):
             src.get(serial)
             if src._first == serial:
                 sizes.append(src._k)
-        assert sizes[0] == R.BATCH_FIRST
-        assert max(sizes) == R.BATCH_MAX
+        assert sizes[0] == B.BATCH_FIRST
+        assert max(sizes) == B.BATCH_MAX
         assert sizes == sorted(sizes)
         assert sum(sizes) >= 2000
     finally:
@@ -132,8 +133,8 @@ def test_batches_grow_to_the_maximum():
 def test_live_batched_against_pyserq(implementation):
     pyserq = pytest.importorskip("pyserq")
     for seed in SEEDS[:6]:
-        streams = R.statement_streams(seed, 0, 50)
-        src = R.WorkloadStreams(seed)
+        streams = B.statement_streams(seed, 0, 50)
+        src = B.WorkloadStreams(seed)
         for j in (0, 1, 17, 49):
             ours = streams[j]
             theirs = pyserq.Rng(R.substream_seed(seed, j, 0, R.STATEMENT_KIND))
@@ -154,11 +155,11 @@ def test_probes_with_batched_streams_match_fixture(monkeypatch, implementation):
     sources = {}
 
     def statement_stream(seed, serial):
-        return sources.setdefault(("s", seed), R.StatementStreams(seed)).get(serial)
+        return sources.setdefault(("s", seed), B.StatementStreams(seed)).get(serial)
 
     def workload_stream(seed, serial, turns_taken):
         key = ("w", seed, turns_taken)
-        return sources.setdefault(key, R.WorkloadStreams(seed, turns_taken)).get(serial)
+        return sources.setdefault(key, B.WorkloadStreams(seed, turns_taken)).get(serial)
 
     monkeypatch.setattr(R, "statement_stream", statement_stream)
     monkeypatch.setattr(R, "workload_stream", workload_stream)

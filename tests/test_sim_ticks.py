@@ -10,7 +10,7 @@ import pytest
 from serq.compiler import compile_program
 from serq.report.jsonfmt import report_json
 from serq.runner import run_program
-from serq.sim import engine
+from serq.sim import engine, settle, timeavg
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted((ROOT / "tests" / "programs" / "pools").glob("*.sq"))[:12] + \
@@ -19,7 +19,8 @@ PROGRAMS = sorted((ROOT / "tests" / "programs" / "pools").glob("*.sq"))[:12] + \
 
 
 def _report(path, kept, monkeypatch):
-    monkeypatch.setattr(engine, "TICKS_KEPT", kept)
+    # (defined in timeavg.py, read in settle.py's settle and run_lean)
+    monkeypatch.setattr(settle, "TICKS_KEPT", kept)
     kw = {"horizon": 60.0} if path.parent.name == "programs" and \
         path.parent.parent.name == "bench" else {}
     return report_json(run_program(compile_program(str(path), **kw)))
@@ -27,7 +28,7 @@ def _report(path, kept, monkeypatch):
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)
 def test_catch_up_anywhere_same_bytes(path, monkeypatch):
-    default = _report(path, engine.TICKS_KEPT, monkeypatch)
+    default = _report(path, timeavg.TICKS_KEPT, monkeypatch)
     for kept in (1, 2, 7):
         assert _report(path, kept, monkeypatch) == default, kept
 

@@ -34,12 +34,12 @@ byte-identical (without ``--extended`` the JSON is the reference's).
 """
 import argparse
 import json as _json
-import math
 import os
 import sys
 from typing import List, Optional
 
 from . import SERQ_VERSION, __version__, core
+from .argtypes import nonneg_int as _nonneg_int, pos_int as _pos_int, time_value as _time
 from .errors import SerqError, UsageError
 
 EXIT_FINDINGS = 4  # `serq run --fail-on-findings`: the run has findings
@@ -50,34 +50,6 @@ def _pair(text: str, flag: str):
     if not eq or not name.strip():
         raise UsageError("%s %s: write %s NAME=EXPR" % (flag, text, flag))
     return name.strip(), value
-
-
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
-    if v < 0:
-        raise argparse.ArgumentTypeError("%r is negative" % text)
-    return v
-
-
-def _pos_int(text: str) -> int:
-    v = _nonneg_int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError("%r is not positive" % text)
-    return v
-
-
-def _time(text: str, positive: bool):
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a number" % text)
-    if math.isnan(v) or math.isinf(v) or v < 0 or (positive and v == 0):
-        raise argparse.ArgumentTypeError("%r is not a finite %s number"
-                                         % (text, "positive" if positive else "non-negative"))
-    return v
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -26,7 +26,7 @@ def _number(text: str) -> float:
 
 
 def add_arguments(p, pair) -> None:
-    from ..cli import _nonneg_int, _pos_int, _time
+    from ..argtypes import nonneg_int as _nonneg_int, pos_int as _pos_int, time_value as _time
     p.add_argument("table", nargs="?", help="a sweep's table (serq sweep -o TABLE)")
     p.add_argument("--run", metavar="FILE",
                    help="run FILE once and draw its observations' CDFs, pool occupancy and "

@@ -19,7 +19,7 @@ import math
 
 from ..ir import nodes as ir
 from . import dist
-from .exprs import CTX_FIELD, MATH1, MATH2, fdiv, fmt
+from .arith import CTX_FIELD, MATH1, MATH2, fdiv, fmt
 from .stages import Fifo
 
 #: Nested blocks deeper than this get their own function (Python limits

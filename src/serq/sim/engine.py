@@ -1,36 +1,31 @@
-"""The simulator: clock, event heap, arrivals, sessions and the settle.
+"""The simulator: its building, arrivals, sessions and the run.
 
-Events are kept in a heap keyed by (time, insertion sequence), so events at
-one instant run in the order they were scheduled.  After every event the
-simulator *settles* (feature map §7.5): it runs every ready session, in the
-order they became ready, until each blocks; then lets each stage whose job
-set changed reschedule; then records the time-average signals.  Gauges are
-read just before the clock moves to a later instant, and at the end.
+``Simulator`` stands on a chain of bases, each a room of its own:
+``Clock`` (clock.py: the time, the event heap, the event loop),
+``TimeAverages`` (timeavg.py: the time averages' ticks and catch-ups, the
+gauges), ``PoolSim`` (poolsim.py: pools, holds and leases) and ``Settle``
+(settle.py: the ready queue and the settle after every event).  This module
+builds the stages, pools and compiled code of a program, starts and ends
+sessions, and runs the whole: ``run`` schedules the arrivals, runs the event
+loop and checks the end.
 
 ``run(program)`` returns a ``RunResult`` with everything the report needs.
 """
 import heapq
 import math
-import platform
-import time
-from collections import deque
 
 from ..errors import RunError
 from ..ir import nodes as ir
-from ..report.stats import RunningSummary, TimeAverage
+from ..report.stats import RunningSummary
 from . import rng as streams
+from .rng_batch import StatementStreams, WorkloadStreams
 from .exprs import Compiler, fmt
-from .holds import Rejected
-from .poolsim import PoolSim
-from .session import AGAIN, EndSession, Interpreter, Session
+from .session import Interpreter, Session
+from .settle import READY_LIMIT, Settle
 from .stages import Delay, Fifo, Flows, Ps, SharedStage
 from .step import Step
+from .timeavg import GaugeTrace
 
-READY_LIMIT = 1000
-
-#: Event times kept for the time averages that add their pieces late
-#: (settle); past this many, every stage and pool catches up.
-TICKS_KEPT = 4096
 _heappush = heapq.heappush
 _log = math.log
 
@@ -80,16 +75,6 @@ def reads_estimates(prog):
     """Whether an expression of the program reads a stage's online
     estimates (``est_lambda est_rho est_wait price``)."""
     return any(type(x) is ir.Call and x.fun in ESTIMATES for x in ir.walk(prog))
-
-
-class GaugeTrace(object):
-    __slots__ = ("name", "fn", "times", "values")
-
-    def __init__(self, name, fn):
-        self.name = name
-        self.fn = fn
-        self.times = []
-        self.values = []
 
 
 class NoSession(object):
@@ -152,28 +137,7 @@ class VictimContext(object):
         self.admission = self.decoding = self.position = 0.0
 
 
-#: PyPy: every stage and pool records at every event, as its JIT runs that
-#: loop faster than it keeps the set of those an event touched
-#: (vllm_single 1.28 -> 1.22 s, chat_cache 1.41 -> 1.31 s there; router16
-#: the same); CPython keeps the set (router16 -30 %).
-RECORD_ALL = platform.python_implementation() == "PyPy"
-
-
-class _Untracked(object):
-    """``sim.touched`` under ``RECORD_ALL``: nothing to keep."""
-    __slots__ = ()
-
-    def add(self, r):
-        pass
-
-    def __bool__(self):
-        return False  # (so settle never reads it)
-
-
-UNTRACKED = _Untracked()
-
-
-class Simulator(PoolSim):
+class Simulator(Settle):
     estimates = True  # whether stages keep their estimators (set by run)
 
     def __init__(self, prog: ir.Program, trace=None, check_invariants=False,
@@ -184,11 +148,8 @@ class Simulator(PoolSim):
         # A callback (stage, plan, assigned, cost) per iteration started, for
         # `serq run --trace-iterations`.
         self.trace_iterations = None
-        self.now = 0.0
-        self.heap = []
-        self.seq = 0
-        self.events = 0
-        self.ready = deque()
+        self.init_clock()
+        self.init_settle()
         self.warm = prog.warmup <= 0.0
         self.seed = prog.seed
         self.arrival_rng = streams.arrival_stream(prog.seed)
@@ -196,8 +157,8 @@ class Simulator(PoolSim):
         self.trace_rng = streams.trace_stream(prog.seed)
         self.evict_rng = streams.evict_stream(prog.seed)
         # Sessions arrive in serial order: their streams are set up in batches.
-        self.statement_streams = streams.StatementStreams(prog.seed)
-        self.init_streams = streams.WorkloadStreams(prog.seed)
+        self.statement_streams = StatementStreams(prog.seed)
+        self.init_streams = WorkloadStreams(prog.seed)
         self.victim_ctx = VictimContext(self.machine_rng)
         self.registers = [r.init for r in prog.registers]
         self.trace = trace  # corpus: list of sessions, each a list of turns
@@ -206,19 +167,12 @@ class Simulator(PoolSim):
         self.roots = {}  # serial -> live session
         self.ended = 0
         self.turns = 0
-        self.live_avg = TimeAverage(0.0)
-        self.ticks = [0.0]  # the times of the events since the last catch-up (settle)
-        self.gaps = [0.0]  # gaps[i] = ticks[i] - ticks[i - 1], as far as read (gaps_to)
-        self.catchers = []
-        # The stages and pools whose values may have changed in this event
-        # (each adds itself where it changes): only they record at its end.
-        self.touched = UNTRACKED if RECORD_ALL else set()
+        self.init_averages()
         # The pools with stalled growers, a queue or a blocked head, or that
         # had one at the last pool pass (the others have nothing to do).
         self.pool_watch = set()
         self.closed_at = -1.0  # livelock guard for closed workloads
         self.closed_count = 0
-        self.changed = []
         self.compiler = Compiler(self)
         self.shared = shared_members(prog)
         self.flows = Flows(self, prog.share) if self.shared else None
@@ -332,16 +286,6 @@ class Simulator(PoolSim):
             return self.prog.attrs[ref.index.slot]
         return "index"
 
-    # --------------------------------------------------------------- events
-
-    def schedule(self, t, fn, arg):
-        self.seq += 1
-        _heappush(self.heap, (t, self.seq, fn, arg))
-
-    def mark_changed(self, stage):
-        self.changed.append(stage)
-        self.touched.add(stage)
-
     # ------------------------------------------------------------- sessions
 
     def error(self, s, loc, msg):
@@ -351,10 +295,6 @@ class Simulator(PoolSim):
         return RunError("session %d, at t = %s: %s" % (s.serial, fmt(self.now), msg), span,
                         source=self.prog.source)
 
-    def resume(self, s):
-        if s is not None:
-            self.make_ready(s)
-
     def spill_job(self, via, work):
         """The write of a spilled prefix: a job no session waits for."""
         if work > 1e-9:
@@ -363,20 +303,6 @@ class Simulator(PoolSim):
                 self.flows.start(None, [st], work)
             else:
                 st.submit(None, work)
-
-    def make_ready(self, s):
-        if s.ready_at == self.now:
-            s.ready_count += 1
-            if s.ready_count > READY_LIMIT:
-                raise RunError("the instant t = %s does not settle: session %d became ready "
-                               "%d times without time passing" % (fmt(self.now), s.serial,
-                                                                  s.ready_count),
-                               help="a loop of zero-time runs or holds never lets time pass")
-        else:
-            s.ready_at = self.now
-            s.ready_count = 1
-        s.steps = 0
-        self.ready.append(s)
 
     def arrive(self, _=None):
         """An open arrival: the next one is scheduled, then the session starts."""
@@ -474,23 +400,6 @@ class Simulator(PoolSim):
             o.sessions.append(s.serial)
             o.turns.append(int(s.a[self.prog.slots[2]]))
 
-    def step(self, s):
-        """Run a ready session until it blocks or ends."""
-        if not s.alive:
-            return  # ended while it was in the ready queue (a leg was refused)
-        try:
-            if next(s.gen) == AGAIN:
-                self.make_ready(s)
-        except (StopIteration, EndSession):
-            self.finish(s)
-        except Rejected:
-            if s.leg_of is None:
-                s.legs_live = 0  # its legs go on as orphans (0.1.3)
-            self.finish(s)
-            s.alive = False
-            if s.leg_of is not None and s.leg_of.alive:
-                self.force_end(s.leg_of)
-
     def force_end(self, root):
         """A leg's hold can never fit: its session ends too (other legs go on
         as orphans)."""
@@ -563,286 +472,6 @@ class Simulator(PoolSim):
                 self.closed_count = 1
             self.spawn()
 
-    # ----------------------------------------------------------------- run
-
-    def settle(self):
-        ready = self.ready
-        pools = self.pools
-        while True:
-            while ready:
-                s = ready.popleft()
-                # self.step(s), inlined
-                if not s.alive:
-                    continue  # ended while it was in the ready queue (a leg was refused)
-                k = -1  # (stays when the session ends)
-                try:
-                    for k in s.gen:  # next(s.gen), without a StopIteration
-                        break
-                except EndSession:
-                    pass
-                except Rejected:
-                    if s.leg_of is None:
-                        s.legs_live = 0  # its legs go on as orphans (0.1.3)
-                    self.finish(s)
-                    s.alive = False
-                    if s.leg_of is not None and s.leg_of.alive:
-                        self.force_end(s.leg_of)
-                    continue
-                if k == AGAIN:
-                    self.make_ready(s)
-                elif k == -1:
-                    self.finish(s)
-            if pools:  # (pool_pass has nothing to do without pools)
-                self.pool_pass()
-            if not ready:
-                break
-        if self.changed or (self.steps_and_ps and (not self.heap or self.heap[0][0] > self.now)):
-            self.reschedule_changed()
-        elif self.steps and (not self.heap or self.heap[0][0] > self.now):
-            # The same with no ps stage to reschedule: the step stages only.
-            for st in self.steps:
-                if st.running is None and st.pending():
-                    st.attempt()
-        if self.flows_dirty:
-            self.flows_dirty = False
-            self.flows.recompute()
-        now = self.now
-        a = self.live_avg  # a.set(now, float(self.live)), inlined
-        a.area += a.value * (now - a.last)
-        a.last = now
-        a.value = float(self.live)
-        # Every stage's, then every pool's record (see run): a new piece of
-        # each time average at every event, as the reference's float bits
-        # need.  The event times are kept in ``ticks``, and a stage or pool
-        # whose values did not change adds its pieces later (``catch_up``).
-        ticks = self.ticks
-        if ticks[-1] != now:
-            ticks.append(now)
-            if len(ticks) > TICKS_KEPT:
-                self.compact_ticks(now)
-        touched = self.touched
-        if touched:
-            for r in touched:
-                r.record(now)
-            touched.clear()
-        for record in self.recorders:
-            record(now)
-        if self.check_invariants:
-            self.check_pools()
-        if self.check_touched:
-            self.check_untouched()
-
-    def check_wait_cycles(self):
-        """At the end of the run, 0.1.3 refuses a hold-and-wait cycle that a
-        `join` is part of: a session waits at its `join` for legs that each
-        wait in a pool whose units are held (by holds, or by leases that
-        never expire) only by sessions and legs that wait too.  Found as the
-        largest set of waiters where each stays blocked: a session at a
-        join while all its legs are; a waiter in a pool while the pool has
-        holders, all of them blocked, and no lease that expires, and its hold
-        does not fit now (behind a head that does not, it is not blocked)."""
-        entities = []
-        for root in self.roots.values():
-            entities.append(root)
-            entities.extend(root.legs)
-        if not any(e.joining for e in entities):
-            return
-        holders = {}  # pool -> entities holding units of it
-        expiring = set()  # pools with a lease that expires
-        for e in entities:
-            for run in e.holds:
-                for i, p in enumerate(run.pools):
-                    if not run.done[i] and run.alloc[i] > 0.0:
-                        holders.setdefault(p, set()).add(e)
-            for lease in e.leases:
-                if lease.ended:
-                    continue
-                if lease.expires is not None and lease.expires != float("inf"):
-                    expiring.add(lease.pool)
-                else:
-                    holders.setdefault(lease.pool, set()).add(e)
-        blocked = {e for e in entities if e.joining or e.waiting_in is not None}
-        # A waiter whose hold would fit now (queued behind a head that does
-        # not) is not blocked to 0.1.3.
-        with self.looking():
-            for e in list(blocked):
-                if e.waiting_in is not None:
-                    for w in e.waiting_in.queue:
-                        if w.run.session is e and self.fits(w.run):
-                            blocked.discard(e)
-                            break
-        changed = True
-        while changed:
-            changed = False
-            for e in list(blocked):
-                if e.joining:
-                    stays = all(l in blocked for l in e.legs)
-                else:
-                    p = e.waiting_in
-                    hs = holders.get(p)
-                    stays = bool(hs) and p not in expiring and all(h in blocked for h in hs)
-                if not stays:
-                    blocked.discard(e)
-                    changed = True
-        if not any(e.joining for e in blocked):
-            return
-        parts = []
-        for e in entities:
-            if e in blocked:
-                who = "session %d" % e.serial if e.leg_of is None else \
-                    "a leg of session %d" % e.serial
-                where = "a `join`" if e.joining else "`%s`" % self.pool_label(e.waiting_in)
-                parts.append("%s waits at %s" % (who, where))
-        raise RunError("the run ends with sessions that wait for each other: %s. A leg waits for "
-                       "memory that a lease holds until its session's copy, and the session waits "
-                       "for the leg inside a hold another leg needs: a hold-and-wait cycle, which "
-                       "a finite `lease` (the prefiller's lease expiry) breaks" % "; ".join(parts))
-
-    #: Tests set this to check, after every settle, that no stage or pool
-    #: changed without adding itself to ``touched`` (its record skipped),
-    #: and that every pool with work is in ``pool_watch``.
-    check_touched = False
-
-    def check_untouched(self):
-        for p in self.pools:
-            sig = (p.used, p.cached, len(p.queue), len(p.holders), p.reserved, p.blocked)
-            if sig != p.sig:
-                raise AssertionError("pool %s changed untouched at %r: %r, recorded %r"
-                                     % (self.pool_label(p), self.now, sig, p.sig))
-            if (p.growers or p.queue or p.blocked) and p not in self.pool_watch:
-                raise AssertionError("pool %s has work and is not watched at %r"
-                                     % (self.pool_label(p), self.now))
-        for st in self.stages:
-            if st.kind != "shared" and st.present() != st.last_n:
-                raise AssertionError("stage %s changed untouched at %r: %r present, recorded %r"
-                                     % (st.name, self.now, st.present(), st.last_n))
-
-    def reschedule_changed(self):
-        """Stages in declaration order: a step stage with work and no
-        running iteration plans one, unless another event is due at this
-        instant; a ps stage whose job set changed reschedules."""
-        changed = set(self.changed)
-        self.changed = []
-        quiet = not self.heap or self.heap[0][0] > self.now
-        for st in self.stages:
-            if st.kind == "step":
-                if quiet and st.running is None and st.pending():
-                    st.attempt()
-            elif st in changed or (self.changed and st in self.changed):
-                # (a step stage's attempt above may have changed it: its
-                # admissions run sessions, which start jobs)
-                if st in self.changed:
-                    self.changed = [c for c in self.changed if c is not st]
-                st.reschedule()
-        # A ps stage declared before a step stage whose admissions changed it
-        # waits in ``changed`` for the next settle, as in 0.1.3.
-
-    def lean(self):
-        """Whether the run can take ``run_lean``: no pools, step stages,
-        shared stages, gauges or invariant checks."""
-        return not (self.pools or self.steps or self.flows is not None or self.gauges
-                    or self.check_invariants)
-
-    def run_lean(self, horizon):
-        """The event loop and ``settle`` in one, for a program that
-        ``lean`` accepts and a run without limits or progress: the same
-        steps as ``run``'s loop, less what cannot apply."""
-        heap = self.heap
-        heappop = heapq.heappop
-        popleft = self.ready.popleft
-        ready = self.ready
-        make_ready = self.make_ready
-        finish = self.finish
-        live_avg = self.live_avg
-        touched = self.touched
-        recorders = self.recorders
-        events = self.events
-        try:
-            while heap:
-                t = heap[0][0]
-                if t > horizon:
-                    break
-                _, _, fn, arg = heappop(heap)
-                self.now = t
-                events += 1
-                fn(arg)
-                while ready:  # settle (see there)
-                    s = popleft()
-                    if not s.alive:
-                        continue
-                    k = -1  # (stays when the session ends)
-                    try:
-                        for k in s.gen:  # next(s.gen), without a StopIteration
-                            break
-                    except EndSession:
-                        pass
-                    if k == AGAIN:
-                        make_ready(s)
-                    elif k == -1:
-                        finish(s)
-                if self.changed:
-                    self.reschedule_changed()
-                live_avg.area += live_avg.value * (t - live_avg.last)
-                live_avg.last = t
-                live_avg.value = float(self.live)
-                ticks = self.ticks
-                if ticks[-1] != t:
-                    ticks.append(t)
-                    if len(ticks) > TICKS_KEPT:
-                        self.compact_ticks(t)
-                if touched:
-                    for r in touched:
-                        r.record(t)
-                    touched.clear()
-                if recorders:  # (a lean run has no shared stage: only RECORD_ALL)
-                    for record in recorders:
-                        record(t)
-        finally:
-            self.events = events
-
-    def compact_ticks(self, now):
-        """Every stage and pool catches up through ``now`` (the last tick),
-        and the kept event times start again from it."""
-        self.catch_up_all()
-        self.ticks = [now]
-        self.gaps = [0.0]
-        for r in self.catchers:
-            r.synced = 0
-
-    def gaps_to(self, end):
-        """``gaps`` through index ``end - 1``, each worked out once, when a
-        catch-up first reads it (``gaps[0]`` is not read)."""
-        gaps = self.gaps
-        n = len(gaps)
-        if n < end:
-            ticks = self.ticks
-            gaps.extend([ticks[i] - ticks[i - 1] for i in range(n, end)])
-        return gaps
-
-    def catch_up_all(self):
-        """Every stage and pool adds the pieces it left for later, through
-        the last event."""
-        end = len(self.ticks)
-        for r in self.catchers:
-            r.catch_up(self.ticks, end)
-
-    def read_gauges(self):
-        now = self.now
-        for g in self.gauges:
-            v = g.fn()
-            if not g.values or g.values[-1] != v:
-                g.times.append(now)
-                g.values.append(v)
-
-    def end_warmup(self, _=None):
-        self.warm = True
-        now = self.now
-        self.live_avg.restart(now)
-        for st in self.stages:
-            st.restart(now)
-        for p in self.pools:
-            p.restart(now)
-
     def run(self, progress=None, max_events=None, max_wall=None):
         """Simulate to the end.  ``progress(now, horizon)``, if given, is
         called every few thousand events (a progress bar).  ``max_events``
@@ -865,52 +494,10 @@ class Simulator(PoolSim):
             for _ in range(a.value):
                 self.spawn()
         limit = prog.arrivals
-        self.catchers = list(self.stages) + list(self.pools)
-        # A shared stage's utilisation follows its flows' rates: it records
-        # at every event.  The others record when touched (see settle).
-        self.recorders = [st.record for st in self.stages if st.kind == "shared"]
-        if RECORD_ALL:
-            self.recorders = [r.record for r in self.catchers]
+        self.start_recording()
         self.estimates = reads_estimates(prog)  # else no stage keeps its estimator
         self.settle()
-        end = horizon
-        heap = self.heap
-        heappop = heapq.heappop
-        settle = self.settle
-        gauges = self.gauges
-        checks = progress is not None or max_wall is not None
-        deadline = None if max_wall is None else time.monotonic() + max_wall
-        try:
-            if limit is None and max_events is None and not checks and self.lean():
-                self.run_lean(horizon)
-            while heap:
-                if limit is not None and self.arrived >= limit and self.live == 0:
-                    end = self.now
-                    break
-                t = heap[0][0]
-                if t > horizon:
-                    break
-                if max_events is not None and self.events >= max_events:
-                    self.partial = "--max-events %d" % max_events
-                    break
-                if gauges and t > self.now:
-                    self.read_gauges()
-                _, _, fn, arg = heappop(heap)
-                self.now = t
-                self.events += 1
-                fn(arg)
-                settle()
-                if checks and not self.events & 4095:
-                    if progress is not None:
-                        progress(t, horizon)
-                    if deadline is not None and time.monotonic() > deadline:
-                        self.partial = "--max-wall %s" % fmt(max_wall)
-                        break
-            else:
-                if limit is not None and self.arrived >= limit and self.live == 0:
-                    end = self.now
-        except KeyboardInterrupt:
-            self.partial = "interrupted"
+        end = self.run_events(limit, progress, max_events, max_wall)
         if self.partial is not None:
             end = self.now
             limit = None  # a stopped run is not checked for its arrivals

@@ -1,4 +1,4 @@
-"""The simulator's side of pools (mixed into ``Simulator``): queues and
+"""The simulator's side of pools (a base of ``Simulator``): queues and
 admission at every settle, growth and preemption, leases, the end of a
 session's holds, and the pool queries.
 """
@@ -8,11 +8,12 @@ from ..errors import RunError
 from .exprs import fmt
 from .holds import Lease, Preempted
 from .pools import EPS, Pool, Waiting, round_up, total_key
+from .timeavg import TimeAverages
 
 WAIT = 0
 
 
-class PoolSim(object):
+class PoolSim(TimeAverages):
 
     def make_pools(self, prog):
         self.pools = [Pool(self, i, p, self.compiler) for i, p in enumerate(prog.pools)]

@@ -26,10 +26,11 @@ Which stream a simulation draw reads (section 7.3 of the feature map):
 ``arrival_stream`` (``seed``), ``machine_stream``, ``evict_stream``,
 ``trace_stream`` (``seed`` xor a constant) and, per session, ``substream``
 for the workload, statement and fork-leg streams.  The per-session streams of
-consecutive serials can be set up many at once, with the same draws:
+consecutive serials can be set up many at once, with the same draws, by
+rng_batch.py (which builds on this module):
 ``statement_streams``/``workload_streams`` (lists), ``StatementStreams(seed)``
 and ``WorkloadStreams(seed)`` (``get(serial)``, batches filled ahead), all on
-``substreams``/``Substreams``; see "Batched setup of session streams" below.
+``substreams``/``Substreams``.
 
 On CPython the blocks are computed with whole-row arithmetic on wide integers
 (the four columns of the ChaCha state packed into 64-bit lanes of one
@@ -65,12 +66,6 @@ __all__ = [
     "WORKLOAD_KIND",
     "STATEMENT_KIND",
     "LEG_KIND",
-    "substreams",
-    "statement_streams",
-    "workload_streams",
-    "Substreams",
-    "StatementStreams",
-    "WorkloadStreams",
 ]
 
 #: Stream seeds: the run's ``seed`` xor these constants.
@@ -785,10 +780,3 @@ def statement_stream(seed: int, serial: int) -> Rng:
 def leg_stream(seed: int, serial: int, fork_index: int) -> Rng:
     """Draws in fork leg ``fork_index`` (0, 1, ...) of session ``serial``."""
     return Rng._deferred((seed, serial, fork_index, LEG_KIND))
-
-
-# The batched setup of session streams lives in rng_batch.py (this module
-# stays the scalar generator); its names are re-exported here.
-from .rng_batch import (BATCH_FIRST, BATCH_MAX, BATCH_MIN, StatementStreams,  # noqa: E402
-                        Substreams, WorkloadStreams, statement_streams, substreams,
-                        workload_streams, _wide_batch)

@@ -1,6 +1,6 @@
 """Batched setup of session streams: the first ChaCha12 block of many
 sessions at once (see the comment below), bit-identical to ``rng``'s one
-by one.  ``rng`` re-exports everything here."""
+by one.  (This module builds on ``rng``, the scalar generator.)"""
 import struct
 from typing import Any, Callable, Dict, Final, List, Optional, Sequence, Tuple
 

@@ -20,9 +20,11 @@ def _ray():
     return ray
 
 
-def run_ray(tasks: Sequence, address: Optional[str], advance: Callable[[], None]) -> List:
+def run_ray(tasks: Sequence, address: Optional[str], advance: Callable[[], None],
+            run_task: Callable) -> List:
+    """Each task is ``run_task(task)`` on the cluster (sweep/run.py passes
+    its own, so this module need not import it)."""
     ray = _ray()
-    from .run import run_task
     try:
         kw = {} if address else {"include_dashboard": False}
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, **kw)

@@ -182,7 +182,7 @@ def run_sweep(sweep: Sweep, jobs: Optional[int] = None, backend: str = "local",
     try:
         if backend == "ray":
             from .ray_backend import run_ray
-            results = run_ray(tasks, address, bar.advance)
+            results = run_ray(tasks, address, bar.advance, run_task)
         elif backend == "local":
             results = run_local(tasks, jobs or os.cpu_count() or 1, bar.advance)
         else:

@@ -1,0 +1,72 @@
+"""The simulator's clock (the base of ``Simulator``): the time, the event
+heap and the loop that advances them.
+
+Events are kept in a heap keyed by (time, insertion sequence), so events at
+one instant run in the order they were scheduled.  The loop pops the next
+event, moves the clock to its time, runs it and settles (settle.py); gauges
+are read just before the clock moves to a later instant (timeavg.py).
+"""
+import heapq
+import time
+
+from .exprs import fmt
+
+_heappush = heapq.heappush
+
+
+class Clock(object):
+
+    def init_clock(self):
+        self.now = 0.0
+        self.heap = []  # (time, seq, fn, arg)
+        self.seq = 0
+        self.events = 0
+
+    def schedule(self, t, fn, arg):
+        self.seq += 1
+        _heappush(self.heap, (t, self.seq, fn, arg))
+
+    def run_events(self, limit, progress, max_events, max_wall):
+        """The event loop of ``run``, from its first settle to the end:
+        returns the end of the run (the horizon, or the instant the
+        requested arrivals drained or the run stopped early)."""
+        horizon = self.prog.horizon
+        end = horizon
+        heap = self.heap
+        heappop = heapq.heappop
+        settle = self.settle
+        gauges = self.gauges
+        checks = progress is not None or max_wall is not None
+        deadline = None if max_wall is None else time.monotonic() + max_wall
+        try:
+            if limit is None and max_events is None and not checks and self.lean():
+                self.run_lean(horizon)
+            while heap:
+                if limit is not None and self.arrived >= limit and self.live == 0:
+                    end = self.now
+                    break
+                t = heap[0][0]
+                if t > horizon:
+                    break
+                if max_events is not None and self.events >= max_events:
+                    self.partial = "--max-events %d" % max_events
+                    break
+                if gauges and t > self.now:
+                    self.read_gauges()
+                _, _, fn, arg = heappop(heap)
+                self.now = t
+                self.events += 1
+                fn(arg)
+                settle()
+                if checks and not self.events & 4095:
+                    if progress is not None:
+                        progress(t, horizon)
+                    if deadline is not None and time.monotonic() > deadline:
+                        self.partial = "--max-wall %s" % fmt(max_wall)
+                        break
+            else:
+                if limit is not None and self.arrived >= limit and self.live == 0:
+                    end = self.now
+        except KeyboardInterrupt:
+            self.partial = "interrupted"
+        return end
