@@ -17,7 +17,7 @@ Expressions (``Expr``)::
 Statements (``Stmt``) refer to nested blocks by their index in
 ``Program.blocks`` (an arena, numbered in pre-order by the text front end).
 """
-from dataclasses import dataclass, field
+from .._dataclass import dataclass, field
 from typing import List, Optional, Tuple, Union
 
 # ----------------------------------------------------------------- names

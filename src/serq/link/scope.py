@@ -6,7 +6,7 @@ which context variables exist there, whether it may draw, read session
 attributes (hidden ones included or not), the clock, pool and stage queries,
 and which registers.  The tables follow section 2.6 of the feature map.
 """
-from dataclasses import dataclass, field
+from .._dataclass import dataclass, field
 from typing import Dict, FrozenSet, List, Optional
 
 from ..errors import SerqWarning

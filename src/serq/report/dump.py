@@ -10,7 +10,7 @@ decimal.  Names are used as file names unchanged (a queue's observation
 ``Q.x`` gives ``Q.x.csv``).
 """
 import os
-from dataclasses import dataclass, field
+from .._dataclass import dataclass, field
 from typing import Iterable, List, Mapping
 
 

@@ -37,7 +37,7 @@ rows tell: ``idle``, ``over_cap`` and ``livelock``, without ``since``
 """
 import json
 import math
-from dataclasses import dataclass
+from .._dataclass import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
 from .model import Report

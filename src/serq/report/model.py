@@ -8,7 +8,7 @@ number is a ``float`` (pyserq prints integral floats without a fraction, so
 the JSON text alone does not tell them apart).
 """
 import json
-from dataclasses import dataclass, field
+from .._dataclass import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:

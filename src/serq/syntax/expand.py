@@ -2,7 +2,7 @@
 folding of array sizes, and substitution of ``at admission`` bindings."""
 import copy
 import math
-from dataclasses import dataclass
+from .._dataclass import dataclass
 from typing import Dict, List, Optional, Set as PySet
 
 from . import ast
