@@ -100,3 +100,94 @@ def test_ir_and_ast_nodes():
     assert set(dataclasses.asdict(ir.Pool("p"))) == {f.name for f in dataclasses.fields(ir.Pool)}
     assert all(dataclasses.is_dataclass(getattr(m, n)) for m in (ir, ast) for n in dir(m)
                if isinstance(getattr(m, n), type) and "__dataclass_fields__" in vars(getattr(m, n)))
+
+
+def _frozen_pair():
+    made = []
+    for deco, field in ((dataclasses.dataclass, dataclasses.field),
+                        (_dataclass.dataclass, _dataclass.field)):
+        class Point:
+            x: int
+            y: int = 0
+            tags: tuple = field(default=(), compare=False)
+        made.append(deco(frozen=True)(Point))
+    return made
+
+
+def test_frozen_as_the_standard_one():
+    std, lazy = _frozen_pair()
+    for cls in (std, lazy):
+        p = cls(1, 2)
+        assert (p.x, p.y, p.tags) == (1, 2, ())
+        assert p == cls(1, 2, ("t",)) and hash(p) == hash(cls(1, 2, ("t",))) == hash((1, 2))
+        assert {p: 1}[cls(1, 2)] == 1
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'x'"):
+            p.x = 3
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'z'"):
+            p.z = 3  # type(self) is cls: no attribute at all
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot delete field 'y'"):
+            del p.y
+        assert dataclasses.replace(p, y=5) == cls(1, 5)
+        assert dataclasses.astuple(p) == (1, 2, ())
+        assert copy.copy(p) == p and copy.deepcopy(p) == p
+    assert repr(lazy(1)).replace(lazy.__qualname__, "P") == repr(std(1)).replace(
+        std.__qualname__, "P")
+    assert lazy.__dataclass_params__.frozen and not _pair()[1].__dataclass_params__.frozen
+    assert lazy.__dataclass_params__.eq and lazy.__dataclass_params__.init
+
+
+def test_fields_are_the_standard_ones():
+    std, lazy = _pair()
+    keys = ("name", "type", "default", "default_factory", "init", "repr", "hash", "compare",
+            "metadata")
+    for a, b in zip(dataclasses.fields(std), dataclasses.fields(lazy)):
+        assert [getattr(a, k) for k in keys] == [getattr(b, k) for k in keys]
+    assert list(lazy.__dataclass_fields__) == ["a", "b", "c", "d", "e"]
+    assert lazy.d == 1.5 and not hasattr(lazy, "c")  # the class attribute of a factory goes
+
+
+def test_what_the_decorator_refuses_as_the_standard_one_does():
+    for deco, field in ((dataclasses.dataclass, dataclasses.field),
+                        (_dataclass.dataclass, _dataclass.field)):
+        with pytest.raises(TypeError, match="non-default argument 'b' follows default"):
+            @deco
+            class A:
+                a: int = 0
+                b: int
+        with pytest.raises(ValueError, match="mutable default"):
+            @deco
+            class B:
+                a: list = []
+        with pytest.raises(ValueError, match="both default and default_factory"):
+            field(default=1, default_factory=list)
+
+
+def test_the_modules_import_no_dataclasses(tmp_path):
+    """What the decorator is for: the dataclasses (and inspect) modules are
+    imported only when something asks for a Field."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    code = ("import sys; import serq.ir.nodes, serq.syntax.ast, serq.link, serq.report.model, "
+            "serq.errors; print('dataclasses' in sys.modules, 'inspect' in sys.modules); "
+            "import dataclasses; dataclasses.fields(serq.ir.nodes.Pool); "
+            "print('dataclasses' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=str(tmp_path), text=True,
+                         stdout=subprocess.PIPE, check=True,
+                         env=dict(__import__("os").environ, PYTHONPATH=src)).stdout.split()
+    assert out == ["False", "False", "True"]
+
+
+def test_span_and_moment_frozen():
+    from serq.errors import Span
+    from serq.link.scope import moment
+    s = Span("f", 1, 2)
+    assert pickle.loads(pickle.dumps(s)) == s and hash(s) == hash(("f", 1, 2, 1))
+    assert repr(s) == "Span(file='f', line=1, col=2, length=1)" and str(s) == "f:1:2"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.line = 3
+    m = moment("Gauge", "a gauge")
+    assert m.replace(name="x").name == "x" and m.replace(name="x") != m
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        m.name = "y"
