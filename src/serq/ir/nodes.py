@@ -17,6 +17,8 @@ Expressions (``Expr``)::
 Statements (``Stmt``) refer to nested blocks by their index in
 ``Program.blocks`` (an arena, numbered in pre-order by the text front end).
 """
+from __future__ import annotations
+
 from .._dataclass import dataclass, field
 from typing import List, Optional, Tuple, Union
 

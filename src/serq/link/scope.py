@@ -6,6 +6,8 @@ which context variables exist there, whether it may draw, read session
 attributes (hidden ones included or not), the clock, pool and stage queries,
 and which registers.  The tables follow section 2.6 of the feature map.
 """
+from __future__ import annotations
+
 from .._dataclass import dataclass, field
 from typing import Dict, FrozenSet, List, Optional
 

@@ -5,6 +5,8 @@ takes the next index when it is entered, then its statements' nested blocks
 take theirs in statement order (a hold's body, a branch's then and else, a
 loop's or a fork's body).
 """
+from __future__ import annotations
+
 from .._dataclass import dataclass, field
 from typing import List, Optional
 

@@ -35,6 +35,8 @@ A report read back from JSON (no simulator state) gets the findings its
 rows tell: ``idle``, ``over_cap`` and ``livelock``, without ``since``
 (:func:`findings_from_rows`).
 """
+from __future__ import annotations
+
 import json
 import math
 from .._dataclass import dataclass

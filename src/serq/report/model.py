@@ -7,6 +7,8 @@ floats are also written as ``null``.  Count fields are ``int``; every other
 number is a ``float`` (pyserq prints integral floats without a fraction, so
 the JSON text alone does not tell them apart).
 """
+from __future__ import annotations
+
 import json
 from .._dataclass import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple

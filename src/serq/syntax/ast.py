@@ -12,6 +12,8 @@ pool of ``Q`` is the pool ``"Q.p"``, a mark is the attribute ``"Q.first"``.
 Array sizes are resolved by the parser (they may read earlier ``let``s), so a
 declaration's ``size`` is an ``int`` or ``None`` for a single member.
 """
+from __future__ import annotations
+
 from .._dataclass import dataclass, field
 from typing import List, Optional, Tuple, Union
 

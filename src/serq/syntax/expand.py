@@ -1,5 +1,7 @@
 """Helpers for sugar expansion: definitions, the reserved words, constant
 folding of array sizes, and substitution of ``at admission`` bindings."""
+from __future__ import annotations
+
 import copy
 import math
 from .._dataclass import dataclass
