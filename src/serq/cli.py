@@ -194,30 +194,30 @@ def _trace_parser(t) -> None:
 
 
 def _command_word(argv: Optional[List[str]]) -> Optional[str]:
-    """The subcommand argparse will pick: the first argument that is not an
-    option (the top level's options, -h and -V, take no value)."""
-    for a in sys.argv[1:] if argv is None else argv:
-        if not a.startswith("-"):
-            return a
+    """The subcommand when it is the first argument (as `serq run FILE`
+    writes it); None otherwise (`serq`, `serq -h`, `serq -h run`, a word that
+    is not a command)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args and any(args[0] == name for name, _kw, _add in _COMMANDS):
+        return args[0]
     return None
 
 
 def _parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
-    """The command line's parser.  Only the subcommand on the command line
-    (every one when none of them is named there) gets its arguments: the
-    others' are never read, and building them (``serq plot``'s, ``serq
-    trace``'s) would import what they need."""
+    """The command line's parser.  When the first argument names a
+    subcommand, only that one is built: the others are never read, and
+    building them (``serq plot``'s, ``serq trace``'s options) would import
+    what they need.  Otherwise (``serq -h`` lists every command, an unknown
+    word lists the choices) every one is."""
     ap = argparse.ArgumentParser(prog="serq", description="serQ %s: parse, check and compile "
                                  "serving programs" % SERQ_VERSION)
     ap.add_argument("-V", "--version", action="version",
                     version="serq %s (serQ %s, IR 11)" % (__version__, SERQ_VERSION))
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     word = _command_word(argv)
-    only = word if word in dict((name, 0) for name, _kw, _add in _COMMANDS) else None
     for name, kw, add in _COMMANDS:
-        p = sub.add_parser(name, **kw)
-        if only is None or only == name:
-            add(p)
+        if word is None or word == name:
+            add(sub.add_parser(name, **kw))
     return ap
 
 
