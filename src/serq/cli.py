@@ -300,10 +300,10 @@ def _cmd_check(args) -> int:
 def _load(args):
     """A program file, or IR JSON (its first non-blank character is `{`)."""
     from .compiler import read_source
-    from .ir.json import loads
-    from .ir.validate import validate
     text = read_source(args.file)
     if text.lstrip().startswith("{"):
+        from .ir.json import loads
+        from .ir.validate import validate
         if args.set or args.defs:
             raise UsageError("a `let` or `def` override applies to program text, not to IR")
         prog = loads(text)
