@@ -32,7 +32,6 @@ first for a stopped run), after the reference's fields, which stay
 byte-identical (without ``--extended`` the JSON is the reference's).
 """
 import argparse
-import json as _json
 import math
 import os
 import sys
@@ -383,6 +382,7 @@ def _cmd_run(args) -> int:
     extended = None
     if sim.partial is not None:
         # A stopped run says so in the JSON too (serq's own key, last).
+        import json as _json
         extended = [("partial", '{"reason":%s,"at":%s,"events":%d}' % (
             _json.dumps(sim.partial), _num_json(sim.end), sim.events))]
     if args.admission or args.extended:

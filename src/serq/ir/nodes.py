@@ -19,8 +19,9 @@ Statements (``Stmt``) refer to nested blocks by their index in
 """
 from __future__ import annotations
 
-from .._dataclass import dataclass, field
 from typing import List, Optional, Tuple, Union
+
+from .._dataclass import dataclass, field
 
 # ----------------------------------------------------------------- names
 

@@ -8,9 +8,9 @@ and which registers.  The tables follow section 2.6 of the feature map.
 """
 from __future__ import annotations
 
-from .._dataclass import dataclass, field
 from typing import Dict, FrozenSet, List, Optional
 
+from .._dataclass import dataclass, field
 from ..errors import SerqWarning
 
 # surface name -> IR context variable

@@ -7,9 +7,9 @@ loop's or a fork's body).
 """
 from __future__ import annotations
 
-from .._dataclass import dataclass, field
 from typing import List, Optional
 
+from .._dataclass import dataclass, field
 from ..errors import LinkError
 from ..ir import nodes as ir
 from ..syntax import ast

@@ -37,11 +37,10 @@ rows tell: ``idle``, ``over_cap`` and ``livelock``, without ``since``
 """
 from __future__ import annotations
 
-import json
 import math
-from .._dataclass import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
+from .._dataclass import dataclass
 from .model import Report
 
 EPS = 1e-9
@@ -342,6 +341,7 @@ def findings_json(findings: List[Finding]) -> str:
     """The findings as a compact JSON array (keys in ``Finding.FIELDS``
     order; ``since`` written as the report writes numbers)."""
     from .jsonfmt import format_float
+    import json
     items = []
     for f in findings:
         parts = []

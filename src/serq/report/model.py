@@ -9,9 +9,9 @@ the JSON text alone does not tell them apart).
 """
 from __future__ import annotations
 
-import json
-from .._dataclass import dataclass, field
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
+from .._dataclass import dataclass, field
 
 if TYPE_CHECKING:
     from .findings import Finding
@@ -200,6 +200,7 @@ def from_pyserq_json(text: str) -> Report:
     number a ``float`` (``100000000000000000000`` is the float 1e20);
     ``null`` becomes ``None``.
     """
+    import json
     d = json.loads(text, parse_int=_parse_int)
     observes = {}
     for name, o in d["observes"].items():

@@ -14,9 +14,9 @@ declaration's ``size`` is an ``int`` or ``None`` for a single member.
 """
 from __future__ import annotations
 
-from .._dataclass import dataclass, field
 from typing import List, Optional, Tuple, Union
 
+from .._dataclass import dataclass, field
 from ..errors import SerqWarning, Span
 
 # ---------------------------------------------------------------- expressions

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 import math
-from .._dataclass import dataclass
 from typing import Dict, List, Optional, Set as PySet
 
+from .._dataclass import dataclass
 from . import ast
 from .lexer import Token
 
