@@ -193,3 +193,14 @@ def test_span_and_moment_frozen():
     assert m.replace(name="x").name == "x" and m.replace(name="x") != m
     with pytest.raises(dataclasses.FrozenInstanceError):
         m.name = "y"
+
+
+def test_the_same_errors_for_wrong_arguments():
+    std, lazy = _pair()
+    for args, kw in (((), {}), ((1, 2, 3, 4, 5, 6), {}), ((1,), {"x": 1})):
+        messages = []
+        for cls in (std, lazy):
+            with pytest.raises(TypeError) as e:
+                cls(*args, **kw)
+            messages.append(str(e.value).replace(cls.__qualname__, "Node"))
+        assert messages[0] == messages[1]
