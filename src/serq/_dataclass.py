@@ -160,7 +160,8 @@ def dataclass(cls=None, *, frozen=False):
         cls.__hash__ = None
     cls.__dataclass_fields__ = _Fields(cls, specs)
     cls.__dataclass_params__ = _Params(frozen)
-    cls.__match_args__ = tuple(s.name for s in specs if s.init)
+    if sys.version_info >= (3, 10) and "__match_args__" not in own:
+        cls.__match_args__ = tuple(s.name for s in specs if s.init)
     return cls
 
 
