@@ -205,3 +205,14 @@ def test_the_same_errors_for_wrong_arguments():
                 cls(*args, **kw)
             messages.append(str(e.value).replace(cls.__qualname__, "Node"))
         assert messages[0] == messages[1]
+
+
+def test_frozen_keeps_an_explicit_hash():
+    for deco in (dataclasses.dataclass, _dataclass.dataclass):
+        @deco(frozen=True)
+        class H:
+            a: int
+
+            def __hash__(self):
+                return 7
+        assert hash(H(1)) == 7 and H(1) == H(1)

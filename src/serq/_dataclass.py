@@ -31,6 +31,7 @@ options other than ``frozen``.  The docstring is the class's, or
 """
 import sys
 from reprlib import recursive_repr
+from typing import TYPE_CHECKING
 
 __all__ = ["dataclass", "field"]
 
@@ -72,7 +73,7 @@ class _Spec(object):
         self.metadata = metadata
 
 
-def field(*, default=MISSING, default_factory=MISSING, init=True, repr=True, hash=None,
+def _lazy_field(*, default=MISSING, default_factory=MISSING, init=True, repr=True, hash=None,
           compare=True, metadata=None):
     """``dataclasses.field``, for this module's ``dataclass``."""
     return _Spec(default, default_factory, init, repr, hash, compare, metadata)
@@ -109,11 +110,11 @@ def _plain_annotation(a) -> bool:
         and a is not typing.ClassVar
 
 
-def dataclass(cls=None, *, frozen=False):
+def _lazy_dataclass(cls=None, *, frozen=False):
     """``dataclasses.dataclass`` (the default options, or ``frozen=True``)
     with its methods compiled on first use."""
     if cls is None:
-        return lambda c: dataclass(c, frozen=frozen)
+        return lambda c: _lazy_dataclass(c, frozen=frozen)
     own = cls.__dict__
     annotations = own.get("__annotations__", {})
     if any("__dataclass_fields__" in vars(b) for b in cls.__mro__[1:]) or \
@@ -150,9 +151,8 @@ def dataclass(cls=None, *, frozen=False):
             if name in own:
                 raise TypeError("Cannot overwrite attribute %s in class %s" % (name, cls.__name__))
         makers += [("__setattr__", _make_setattr), ("__delattr__", _make_delattr)]
-        if explicit_hash:
-            raise TypeError("Cannot overwrite attribute __hash__ in class %s" % cls.__name__)
-        makers.append(("__hash__", _make_hash))
+        if not explicit_hash:
+            makers.append(("__hash__", _make_hash))
     for name, make in makers:
         if name not in own or name == "__hash__":
             setattr(cls, name, _compiled_on_first_call(cls, name, make, specs, frozen))
@@ -344,3 +344,13 @@ def _make_delattr(cls, specs, frozen):
                      '    raise _frozen_error()(f"cannot delete field {name!r}")',
                      "super(cls, self).__delattr__(name)"],
                     {"cls": cls, "_frozen_error": _frozen_error})
+
+
+
+# A type checker (mypy, mypyc) sees the standard ones, whose meaning it
+# knows: the same constructors, fields and methods.
+if TYPE_CHECKING:
+    from dataclasses import dataclass, field
+else:
+    dataclass = _lazy_dataclass
+    field = _lazy_field
