@@ -6,8 +6,6 @@ IR_VERSION = 11
 
 import os as _os  # noqa: E402
 import sys as _sys  # noqa: E402
-from importlib.machinery import SourceFileLoader as _SourceFileLoader  # noqa: E402
-from importlib.util import spec_from_file_location as _spec_from_file_location  # noqa: E402
 
 
 class _InterpretedCore(object):
@@ -20,11 +18,13 @@ class _InterpretedCore(object):
     def find_spec(name, path=None, target=None):
         if not name.startswith("serq.") or not path:
             return None
+        from importlib.machinery import SourceFileLoader
+        from importlib.util import spec_from_file_location
         base = name.rpartition(".")[2] + ".py"
         for d in path:
             f = _os.path.join(d, base)
             if _os.path.isfile(f):
-                return _spec_from_file_location(name, f, loader=_SourceFileLoader(name, f))
+                return spec_from_file_location(name, f, loader=SourceFileLoader(name, f))
         return None
 
 
@@ -40,10 +40,28 @@ def core():
     return "interpreted" if rng.__file__.endswith(".py") else "compiled (mypyc)"
 
 
-from .api import Gauge, Observe, Program, Report, Rng, compile, read_trace, run  # noqa: E402
-from .builder import ProgramBuilder, edit  # noqa: E402
-
 REPORT_VERSION = 1
+
+# The API's names are imported on first use (PEP 562), so that the command
+# line, which needs only some of the modules behind them, starts quickly.
+_LAZY = {"compile": "api", "run": "api", "read_trace": "api", "Program": "api",
+         "Report": "api", "Observe": "api", "Gauge": "api", "Rng": "api",
+         "ProgramBuilder": "builder", "edit": "builder"}
+
 __all__ = ["compile", "run", "read_trace", "Program", "Report", "Observe", "Gauge", "Rng",
            "ProgramBuilder", "edit",
            "IR_VERSION", "REPORT_VERSION", "SERQ_VERSION", "core"]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError("module 'serq' has no attribute %r" % name)
+    import importlib
+    value = getattr(importlib.import_module("." + module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

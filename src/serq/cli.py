@@ -33,12 +33,11 @@ first for a stopped run), after the reference's fields, which stay
 byte-identical (without ``--extended`` the JSON is the reference's).
 """
 import argparse
-import json as _json
 import os
 import sys
 from typing import List, Optional
 
-from . import SERQ_VERSION, __version__, core
+from . import SERQ_VERSION, __version__
 from .argtypes import nonneg_int as _nonneg_int, pos_int as _pos_int, time_value as _time
 from .errors import SerqError, UsageError
 
@@ -52,30 +51,23 @@ def _pair(text: str, flag: str):
     return name.strip(), value
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="serq", description="serQ %s: parse, check and compile "
-                                 "serving programs" % SERQ_VERSION)
-    ap.add_argument("-V", "--version", action="version",
-                    version="serq %s (serQ %s, IR 11; core: %s)"
-                    % (__version__, SERQ_VERSION, core()))
-    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+def _overrides(p, run_settings: bool) -> None:
+    p.add_argument("-W", dest="W", choices=("error",), metavar="error",
+                   help="`-W error`: refuse a program that has warnings (a hazard serQ "
+                   "0.1.3 compiles, such as a shadowed name or an option given twice)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=EXPR",
+                   help="replace a `let` constant")
+    p.add_argument("--def", dest="defs", action="append", default=[], metavar="NAME=EXPR",
+                   help="replace an expression definition's body")
+    if run_settings:
+        p.add_argument("--seed", type=_nonneg_int)
+        p.add_argument("--horizon", type=lambda t: _time(t, True))
+        p.add_argument("--warmup", type=lambda t: _time(t, False))
+        p.add_argument("--arrivals", type=_pos_int)
+        p.add_argument("--trace", metavar="FILE")
 
-    def overrides(p, run_settings: bool):
-        p.add_argument("-W", dest="W", choices=("error",), metavar="error",
-                       help="`-W error`: refuse a program that has warnings (a hazard serQ "
-                       "0.1.3 compiles, such as a shadowed name or an option given twice)")
-        p.add_argument("--set", action="append", default=[], metavar="NAME=EXPR",
-                       help="replace a `let` constant")
-        p.add_argument("--def", dest="defs", action="append", default=[], metavar="NAME=EXPR",
-                       help="replace an expression definition's body")
-        if run_settings:
-            p.add_argument("--seed", type=_nonneg_int)
-            p.add_argument("--horizon", type=lambda t: _time(t, True))
-            p.add_argument("--warmup", type=lambda t: _time(t, False))
-            p.add_argument("--arrivals", type=_pos_int)
-            p.add_argument("--trace", metavar="FILE")
 
-    r = sub.add_parser("run", help="simulate a program and print its report")
+def _run_parser(r) -> None:
     r.add_argument("file", help="a program (.sq) or its IR (JSON, as `serq ir` prints)")
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.add_argument("--extended", action="store_true",
@@ -104,35 +96,43 @@ def _parser() -> argparse.ArgumentParser:
                    help="exit %d when the run has findings (a deadlock, a livelock, a queue "
                    "head over the cap, a long backlog, an idle step stage), for CI; without "
                    "it a run that printed its report exits 0" % EXIT_FINDINGS)
-    overrides(r, True)
-    c = sub.add_parser("check", help="parse, link and validate a program")
+    _overrides(r, True)
+
+
+def _check_parser(c) -> None:
     c.add_argument("file")
     c.add_argument("--strict", action="store_true",
                    help="serQ 0.1.3 only: refuse serq's language extensions (first fit, "
                         "watermark)")
-    overrides(c, False)
-    i = sub.add_parser("ir", help="print a program's IR (version 11) as JSON")
+    _overrides(c, False)
+
+
+def _ir_parser(i) -> None:
     i.add_argument("file", nargs="?")
     i.add_argument("--from-json", metavar="IR", help="read IR JSON and print it back")
     i.add_argument("--strict", action="store_true",
                    help="serQ 0.1.3 only: refuse serq's extensions and, in IR, unknown fields")
-    overrides(i, True)
-    _sweep_parser(sub)
-    _plot_parser(sub)
-    d = sub.add_parser("draw", help="draw the deployment: pools, stages and the request path")
+    _overrides(i, True)
+
+
+def _draw_parser(d) -> None:
     d.add_argument("file", help="a program (.sq) or its IR (JSON)")
     d.add_argument("--format", choices=("svg", "tikz", "dot"), default="svg",
                    help="svg (default, self-contained), tikz (a tikzpicture) or dot (Graphviz)")
     d.add_argument("-o", "--output", metavar="FILE", help="write the picture to FILE, not stdout")
-    overrides(d, False)
-    f = sub.add_parser("fmt", help="rewrite programs in the canonical layout (comments kept)")
+    _overrides(d, False)
+
+
+def _fmt_parser(f) -> None:
     f.add_argument("files", nargs="+", metavar="FILE", help="program files (`-`: stdin to stdout)")
     f.add_argument("--check", action="store_true",
                    help="change nothing; list the files that would change and exit 1 if any")
     f.add_argument("--diff", action="store_true", help="print what would change, change nothing")
     f.add_argument("--stdout", action="store_true",
                    help="print the formatted programs instead of rewriting the files")
-    t = sub.add_parser("trace", help="work with trace files")
+
+
+def _trace_parser(t) -> None:
     tsub = t.add_subparsers(dest="trace_command", metavar="TRACE_COMMAND")
     tc = tsub.add_parser("convert", help="convert a public trace (ShareGPT, BurstGPT, Azure "
                          "2023/2024, Mooncake) to the trace CSV a workload replays")
@@ -163,24 +163,47 @@ def _parser() -> argparse.ArgumentParser:
                     "(default), words = whitespace-separated words")
     tc.add_argument("--block-tokens", type=_pos_int, default=512, metavar="N",
                     help="Mooncake: tokens per hash id (default 512)")
-    _cost_parser(sub)
+
+
+def _command_word(argv: Optional[List[str]]) -> Optional[str]:
+    """The subcommand when it is the first argument (as `serq run FILE`
+    writes it); None otherwise (`serq`, `serq -h`, `serq -h run`, a word that
+    is not a command)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args and any(args[0] == name for name, _kw, _add in _COMMANDS):
+        return args[0]
+    return None
+
+
+class _Version(argparse.Action):
+    """``--version``: the versions and which core runs (compiled or
+    interpreted), found only when asked, as it imports the core."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import core
+        sys.stdout.write("serq %s (serQ %s, IR 11; core: %s)\n" % (__version__, SERQ_VERSION, core()))
+        parser.exit()
+
+
+def _parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
+    """The command line's parser.  When the first argument names a
+    subcommand, only that one is built: the others are never read, and
+    building them (``serq plot``'s, ``serq trace``'s options) would import
+    what they need.  Otherwise (``serq -h`` lists every command, an unknown
+    word lists the choices) every one is."""
+    ap = argparse.ArgumentParser(prog="serq", description="serQ %s: parse, check and compile "
+                                 "serving programs" % SERQ_VERSION)
+    ap.add_argument("-V", "--version", action=_Version, nargs=0,
+                    help="show the version and which core runs, and exit")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    word = _command_word(argv)
+    for name, kw, add in _COMMANDS:
+        if word is None or word == name:
+            add(sub.add_parser(name, **kw))
     return ap
 
 
-def _cost_parser(sub) -> None:
-    from .costmodel.command import add_arguments
-    p = sub.add_parser("cost", help="write a library of step costs and KV capacity for a "
-                       "model on a GPU (a roofline; docs/costs.md)")
-    add_arguments(p)
-
-
-def _sweep_parser(sub) -> None:
-    w = sub.add_parser("sweep", help="run a program over a grid of constants and seeds; "
-                       "write a table of means and confidence intervals",
-                       description="Run FILE at every point of the grid the --set options "
-                       "span, with --seeds seeds each, and write one row per point and "
-                       "metric: the swept constants, metric, mean, ci_low, ci_high "
-                       "(95%% Student-t over the seeds), n_seeds.")
+def _sweep_parser(w) -> None:
     w.add_argument("file", help="a program (.sq)")
     w.add_argument("--set", action="append", default=[], metavar="NAME=SPEC",
                    help="a `let` constant's values: V (one value), A,B,C (a list) or "
@@ -208,11 +231,36 @@ def _sweep_parser(sub) -> None:
     w.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def _plot_parser(sub) -> None:
+def _cost_parser(p) -> None:
+    from .costmodel.command import add_arguments
+    add_arguments(p)
+
+
+def _plot_parser(p) -> None:
     from .plot.cli import add_arguments
-    p = sub.add_parser("plot", help="draw a sweep's curves, or one run's distributions, "
-                       "series and iterations, as PNG or a self-contained HTML report")
     add_arguments(p, _pair)
+
+
+# The subcommands in the order `serq --help` lists them: name, what
+# `add_parser` takes, the function adding the arguments.
+_COMMANDS = [
+    ("run", {"help": "simulate a program and print its report"}, _run_parser),
+    ("check", {"help": "parse, link and validate a program"}, _check_parser),
+    ("ir", {"help": "print a program's IR (version 11) as JSON"}, _ir_parser),
+    ("sweep", {"help": "run a program over a grid of constants and seeds; write a table of "
+               "means and confidence intervals",
+               "description": "Run FILE at every point of the grid the --set options span, "
+               "with --seeds seeds each, and write one row per point and metric: the swept "
+               "constants, metric, mean, ci_low, ci_high (95%% Student-t over the seeds), "
+               "n_seeds."}, _sweep_parser),
+    ("plot", {"help": "draw a sweep's curves, or one run's distributions, series and "
+              "iterations, as PNG or a self-contained HTML report"}, _plot_parser),
+    ("draw", {"help": "draw the deployment: pools, stages and the request path"}, _draw_parser),
+    ("fmt", {"help": "rewrite programs in the canonical layout (comments kept)"}, _fmt_parser),
+    ("trace", {"help": "work with trace files"}, _trace_parser),
+    ("cost", {"help": "write a library of step costs and KV capacity for a model on a GPU "
+              "(a roofline; docs/costs.md)"}, _cost_parser),
+]
 
 
 def _compile(args, run_settings: bool):
@@ -241,10 +289,10 @@ def _cmd_check(args) -> int:
 def _load(args):
     """A program file, or IR JSON (its first non-blank character is `{`)."""
     from .compiler import read_source
-    from .ir.json import loads
-    from .ir.validate import validate
     text = read_source(args.file)
     if text.lstrip().startswith("{"):
+        from .ir.json import loads
+        from .ir.validate import validate
         if args.set or args.defs:
             raise UsageError("a `let` or `def` override applies to program text, not to IR")
         prog = loads(text)
@@ -282,7 +330,6 @@ class _Progress(object):
 
 def _cmd_run(args) -> int:
     from .report.build import build_report
-    from .report.dump import write_dump
     from .report.findings import findings_json, report_findings
     from .report.jsonfmt import report_json
     from .report.text import report_text
@@ -316,6 +363,7 @@ def _cmd_run(args) -> int:
             trace_out.close()
     report = build_report(sim)
     if args.dump:
+        from .report.dump import write_dump
         try:
             write_dump(args.dump, {o.name: o for o in sim.observations},
                        {g.name: g for g in sim.gauges})
@@ -324,6 +372,7 @@ def _cmd_run(args) -> int:
     extended = None
     if sim.partial is not None:
         # A stopped run says so in the JSON too (serq's own key, last).
+        import json as _json
         extended = [("partial", '{"reason":%s,"at":%s,"events":%d}' % (
             _json.dumps(sim.partial), _num_json(sim.end), sim.events))]
     if args.admission or args.extended:
@@ -465,7 +514,7 @@ def _cmd_trace(args) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = _parser()
+    ap = _parser(argv)
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:

@@ -16,8 +16,9 @@ and renders as ``warning:``; it is collected, not raised.  All derive from
 ``SerqError``, which derives from ``ValueError`` so that callers written
 against pyserq (which raises ``ValueError``) keep working.
 """
-from dataclasses import dataclass
 from typing import Any, List, Optional
+
+from ._dataclass import dataclass
 
 
 @dataclass(frozen=True)

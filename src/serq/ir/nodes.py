@@ -17,8 +17,11 @@ Expressions (``Expr``)::
 Statements (``Stmt``) refer to nested blocks by their index in
 ``Program.blocks`` (an arena, numbered in pre-order by the text front end).
 """
-from dataclasses import dataclass, field
+from __future__ import annotations
+
 from typing import List, Optional, Tuple, Union
+
+from .._dataclass import dataclass, field
 
 # ----------------------------------------------------------------- names
 

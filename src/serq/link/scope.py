@@ -6,9 +6,11 @@ which context variables exist there, whether it may draw, read session
 attributes (hidden ones included or not), the clock, pool and stage queries,
 and which registers.  The tables follow section 2.6 of the feature map.
 """
-from dataclasses import dataclass, field
+from __future__ import annotations
+
 from typing import Dict, FrozenSet, List, Optional
 
+from .._dataclass import dataclass, field
 from ..errors import SerqWarning
 
 # surface name -> IR context variable

@@ -5,9 +5,11 @@ takes the next index when it is entered, then its statements' nested blocks
 take theirs in statement order (a hold's body, a branch's then and else, a
 loop's or a fork's body).
 """
-from dataclasses import dataclass, field
+from __future__ import annotations
+
 from typing import List, Optional
 
+from .._dataclass import dataclass, field
 from ..errors import LinkError
 from ..ir import nodes as ir
 from ..syntax import ast

@@ -10,8 +10,9 @@ decimal.  Names are used as file names unchanged (a queue's observation
 ``Q.x`` gives ``Q.x.csv``).
 """
 import os
-from dataclasses import dataclass, field
 from typing import Iterable, List, Mapping
+
+from .._dataclass import dataclass, field
 
 
 @dataclass

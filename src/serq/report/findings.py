@@ -35,11 +35,12 @@ A report read back from JSON (no simulator state) gets the findings its
 rows tell: ``idle``, ``over_cap`` and ``livelock``, without ``since``
 (:func:`findings_from_rows`).
 """
-import json
+from __future__ import annotations
+
 import math
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Set, Tuple
 
+from .._dataclass import dataclass
 from .model import Report
 
 EPS = 1e-9
@@ -340,6 +341,7 @@ def findings_json(findings: List[Finding]) -> str:
     """The findings as a compact JSON array (keys in ``Finding.FIELDS``
     order; ``since`` written as the report writes numbers)."""
     from .jsonfmt import format_float
+    import json
     items = []
     for f in findings:
         parts = []

@@ -7,9 +7,11 @@ floats are also written as ``null``.  Count fields are ``int``; every other
 number is a ``float`` (pyserq prints integral floats without a fraction, so
 the JSON text alone does not tell them apart).
 """
-import json
-from dataclasses import dataclass, field
+from __future__ import annotations
+
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
+from .._dataclass import dataclass, field
 
 if TYPE_CHECKING:
     from .findings import Finding
@@ -198,6 +200,7 @@ def from_pyserq_json(text: str) -> Report:
     number a ``float`` (``100000000000000000000`` is the float 1e20);
     ``null`` becomes ``None``.
     """
+    import json
     d = json.loads(text, parse_int=_parse_int)
     observes = {}
     for name, o in d["observes"].items():

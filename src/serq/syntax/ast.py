@@ -12,9 +12,11 @@ pool of ``Q`` is the pool ``"Q.p"``, a mark is the attribute ``"Q.first"``.
 Array sizes are resolved by the parser (they may read earlier ``let``s), so a
 declaration's ``size`` is an ``int`` or ``None`` for a single member.
 """
-from dataclasses import dataclass, field
+from __future__ import annotations
+
 from typing import Dict, List, Optional, Tuple, Union
 
+from .._dataclass import dataclass, field
 from ..errors import SerqWarning, Span
 
 # ---------------------------------------------------------------- expressions

@@ -1,10 +1,12 @@
 """Helpers for sugar expansion: definitions, the reserved words, constant
 folding of array sizes, and substitution of ``at admission`` bindings."""
+from __future__ import annotations
+
 import copy
 import math
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Set as PySet
 
+from .._dataclass import dataclass
 from . import ast
 from .lexer import Token
 
