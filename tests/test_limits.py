@@ -1,6 +1,7 @@
 """A run can be stopped early — by an event count, a wall-clock budget or
 Ctrl-C — and still prints its report, marked partial."""
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -40,16 +41,37 @@ def test_max_wall_stops_with_a_note():
     assert "(--max-wall 0.3)" in r.stdout.splitlines()[0]
 
 
+def _wait_for_cpu(pid, seconds, limit=60.0):
+    """Until process ``pid`` has used ``seconds`` of CPU (from /proc), or
+    2.5 s of wall time where /proc is not there; a loaded machine delays
+    the child's imports by far more than a fixed sleep allows for."""
+    stat = "/proc/%d/stat" % pid
+    if not os.path.exists(stat):
+        time.sleep(2.5)
+        return
+    tick = os.sysconf("SC_CLK_TCK")
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        try:
+            with open(stat) as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            return
+        if (int(fields[11]) + int(fields[12])) / tick >= seconds:
+            return
+        time.sleep(0.05)
+
+
 def test_ctrl_c_prints_the_partial_report_and_exits_130():
     # A run far longer than the wait, so the signal lands inside the run
     # (not during the imports) however slow the machine.
     p = subprocess.Popen([sys.executable, "-m", "serq", "run", str(MM1), "--quiet",
                           "--horizon", "2e8"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.5)
+    _wait_for_cpu(p.pid, 1.0)  # past the imports: the signal lands inside the run
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=30)
-    assert p.returncode == 130
+    assert p.returncode == 130, err
     assert out.startswith("partial: the run stopped at t = ")
     assert "(interrupted)" in out.splitlines()[0]
     assert "Traceback" not in err

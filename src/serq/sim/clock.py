@@ -21,6 +21,10 @@ class Clock(object):
         self.heap = []  # (time, seq, fn, arg)
         self.seq = 0
         self.events = 0
+        # Ctrl-C during a run sets this (``interrupts``), and the event loops
+        # stop at the next event boundary: a KeyboardInterrupt raised inside
+        # compiled code (mypyc) would abort the process, the report lost.
+        self.stop_requested = False
 
     def schedule(self, t, fn, arg):
         self.seq += 1
@@ -41,6 +45,9 @@ class Clock(object):
         try:
             if limit is None and max_events is None and not checks and self.lean():
                 self.run_lean(horizon)
+                if self.stop_requested:
+                    self.partial = "interrupted"
+                    return end
             while heap:
                 if limit is not None and self.arrived >= limit and self.live == 0:
                     end = self.now
@@ -58,6 +65,9 @@ class Clock(object):
                 self.events += 1
                 fn(arg)
                 settle()
+                if self.stop_requested:
+                    self.partial = "interrupted"
+                    break
                 if checks and not self.events & 4095:
                     if progress is not None:
                         progress(t, horizon)
@@ -70,3 +80,35 @@ class Clock(object):
         except KeyboardInterrupt:
             self.partial = "interrupted"
         return end
+
+
+class interrupts(object):
+    """``with interrupts(sim):`` Ctrl-C (SIGINT) asks the run to stop at the
+    next event boundary instead of raising where it lands; a second Ctrl-C
+    raises KeyboardInterrupt as usual.  Only in the main thread (elsewhere
+    signals cannot be handled, and nothing changes)."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.old = None
+        self.installed = False
+
+    def handle(self, signum, frame):
+        if self.sim.stop_requested:
+            raise KeyboardInterrupt()
+        self.sim.stop_requested = True
+
+    def __enter__(self):
+        import signal
+        import threading
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self.old = signal.signal(signal.SIGINT, self.handle)
+            self.installed = True
+        return self
+
+    def __exit__(self, *exc):
+        if self.installed:
+            import signal
+            signal.signal(signal.SIGINT, self.old)
+        return False

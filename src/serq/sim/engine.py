@@ -17,6 +17,7 @@ import math
 from ..errors import RunError
 from ..ir import nodes as ir
 from ..report.stats import RunningSummary
+from .clock import interrupts
 from . import rng as streams
 from .rng_batch import StatementStreams, WorkloadStreams
 from .exprs import Compiler, fmt
@@ -497,7 +498,8 @@ class Simulator(Settle):
         self.start_recording()
         self.estimates = reads_estimates(prog)  # else no stage keeps its estimator
         self.settle()
-        end = self.run_events(limit, progress, max_events, max_wall)
+        with interrupts(self):
+            end = self.run_events(limit, progress, max_events, max_wall)
         if self.partial is not None:
             end = self.now
             limit = None  # a stopped run is not checked for its arrivals

@@ -272,6 +272,9 @@ class Settle(PoolSim):
                 self.now = t
                 events += 1
                 fn(arg)
+                if self.stop_requested:  # Ctrl-C (Clock.interrupts): the event is done
+                    self.settle()
+                    break
                 while ready:  # settle (see there)
                     s = popleft()
                     if not s.alive:
