@@ -1,5 +1,5 @@
 """Argument types shared by the command line (cli.py) and its subcommands
-(plot/cli.py): each parses a flag's text or raises argparse's error."""
+(plot/cli.py, costmodel/command.py): each parses a flag's text or raises argparse's error."""
 import argparse
 import math
 
@@ -19,6 +19,13 @@ def pos_int(text: str) -> int:
     if v < 1:
         raise argparse.ArgumentTypeError("%r is not positive" % text)
     return v
+
+
+def number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a number" % text)
 
 
 def time_value(text: str, positive: bool):

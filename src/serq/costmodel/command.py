@@ -3,26 +3,10 @@ import argparse
 import os
 import sys
 
+from ..argtypes import number as _number, pos_int as _positive_int
 from ..errors import SerqError, UsageError
 
 DTYPES = ("bf16", "fp8")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a whole number" % text)
-    if v < 1:
-        raise argparse.ArgumentTypeError("%r is not positive" % text)
-    return v
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("%r is not a number" % text)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
