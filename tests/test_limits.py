@@ -67,7 +67,10 @@ def test_ctrl_c_prints_the_partial_report_and_exits_130():
     # (not during the imports) however slow the machine.
     p = subprocess.Popen([sys.executable, "-m", "serq", "run", str(MM1), "--quiet",
                           "--horizon", "2e8"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         # a shell's background job ignores SIGINT, and a
+                         # child would inherit that: Ctrl-C as at a terminal
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     _wait_for_cpu(p.pid, 1.0)  # past the imports: the signal lands inside the run
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=30)
