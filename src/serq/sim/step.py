@@ -29,32 +29,12 @@ TOTALS = ("Nres", "Ndec", "Kvb", "Kvp")
 
 def reads_totals(*exprs: Any) -> bool:
     """Whether any of the IR expressions reads ``nres ndec kvb kvp``."""
-    todo: List[Any] = list(exprs)
-    while todo:
-        x = todo.pop()
-        if isinstance(x, (list, tuple)):
-            todo.extend(x)
-        elif type(x) is ir.Ctx:
-            if x.var in TOTALS:
-                return True
-        elif hasattr(x, "__dataclass_fields__"):
-            todo.extend([getattr(x, f) for f in x.__dataclass_fields__])
-    return False
+    return any(type(x) is ir.Ctx and x.var in TOTALS for x in ir.walk(list(exprs)))
 
 
 def _attr_slots(e: Any) -> List[int]:
     """The session attribute slots an IR expression reads."""
-    out: List[int] = []
-    todo: List[Any] = [e]
-    while todo:
-        x = todo.pop()
-        if isinstance(x, (list, tuple)):
-            todo.extend(x)
-        elif type(x) is ir.Attr:
-            out.append(x.slot)
-        elif hasattr(x, "__dataclass_fields__"):
-            todo.extend([getattr(x, f) for f in x.__dataclass_fields__])
-    return out
+    return [x.slot for x in ir.walk(e) if type(x) is ir.Attr]
 
 
 def reads_attrs(e: Any) -> bool:
