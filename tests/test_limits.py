@@ -73,7 +73,10 @@ def test_ctrl_c_prints_the_partial_report_and_exits_130():
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     _wait_for_cpu(p.pid, 1.0)  # past the imports: the signal lands inside the run
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=30)
+    try:
+        out, err = p.communicate(timeout=30)
+    finally:
+        p.kill()  # (a run that did not stop is not left running)
     assert p.returncode == 130, err
     assert out.startswith("partial: the run stopped at t = ")
     assert "(interrupted)" in out.splitlines()[0]
