@@ -393,6 +393,12 @@ class PoolMachine(RuleBasedStateMachine):
     # ---------------------------------------------------------- the model
 
     def on_evict(self, pool, e, piece):
+        if pool is self.tier:
+            # The tier (lru) makes room for a spilled piece: its victim is
+            # the member with the least seq, entries re-sequenced by the
+            # pieces they received included (Pool.lru).
+            others = [x for x in list(pool.entries.values()) + pool.dead if x is not e]
+            assert all(e.seq < x.seq for x in others), (e.seq, [x.seq for x in others])
         if pool is not self.p:
             return
         before = e.units + piece
@@ -597,3 +603,24 @@ def test_dead_entry_spill_pool_level():
     p.make_room(12.0)
     assert p.cached == 0 and tier.cached == 4
     pool_ok(tier, "tier")
+
+
+def test_lru_victim_follows_a_re_sequenced_entry():
+    # Session 0's entry (seq 1) receives a spilled piece after session 1's
+    # entry was kept (seq 2): it is re-sequenced (seq 3), so making room
+    # evicts session 1's entry, not the older item of session 0's.
+    sim = StubSim()
+    tier = Pool(sim, 0, decl("tier", 10, 0), Identity())
+    sim.pools = [tier]
+    s0, s1 = StubSession(0), StubSession(1)
+    tier.keep(s0, 4.0)
+    tier.keep(s1, 4.0)
+    tier.receive_spill(tier.entries[0], 1.0)
+    assert [e.seq for e in tier.entries.values()] == [3, 2]
+    tier.make_room(3.0)
+    assert list(tier.entries) == [0] and tier.cached == 5.0
+    # and a stale heap never outgrows the members by much
+    for k in range(500):
+        tier.receive_spill(tier.entries[0], 0.0 + 1e-3)
+    assert len(tier.lru) <= 64 + 2 * (len(tier.entries) + len(tier.dead))
+    assert tier.victim_entry() is tier.entries[0]

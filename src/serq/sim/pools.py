@@ -8,14 +8,13 @@ from the entry with the smallest key.
 
 Amounts are floats compared with a tolerance of 1e-9, as in the reference.
 """
+import heapq
 import math
-from operator import attrgetter
 
 from ..report.stats import TimeAverage, Welford, replay_pieces
 from .stages import sync
 
 EPS = 1e-9
-_seq = attrgetter("seq")
 
 
 def round_up(x, block):
@@ -39,7 +38,7 @@ def round_down(x, block):
 class CacheEntry(object):
     """A session's cached prefix in one pool (``dead`` once it is no
     session's any more: what ``reuse`` left behind)."""
-    __slots__ = ("serial", "units", "released", "seq", "snapshot", "session", "dead")
+    __slots__ = ("serial", "units", "released", "seq", "snapshot", "session", "dead", "member")
 
     def __init__(self, serial, units, released, seq, snapshot, session, dead=False):
         self.serial = serial
@@ -49,6 +48,7 @@ class CacheEntry(object):
         self.snapshot = snapshot
         self.session = session
         self.dead = dead
+        self.member = False  # in its pool's entries or dead (Pool.lru)
 
 
 class Waiting(object):
@@ -126,6 +126,10 @@ class Pool(object):
         self.cached = 0.0
         self.entries = {}  # serial -> live CacheEntry
         self.dead = []  # dead CacheEntry
+        # (seq, entry) of every entry as it joined or was last re-sequenced:
+        # the least seq that is still a member's own is the LRU victim
+        # (``lru_victim``), found without a scan; stale items are skipped.
+        self.lru = []
         self.queue = []  # Waiting, in order (resumed holds at the front)
         self.growers = []  # stalled grows, in stall order
         # For the findings at the end (report/findings.py), set only on the
@@ -228,6 +232,7 @@ class Pool(object):
                 self.cached -= limit
                 self.sim.touched.add(self)
                 return limit
+        e.member = False
         self.cached -= units
         self.sim.touched.add(self)
         return units
@@ -238,6 +243,7 @@ class Pool(object):
             return  # keeps nothing, and leaves any entry there (e.g. a spill's)
         old = self.entries.pop(session.serial, None)
         if old is not None:
+            old.member = False
             self.cached -= old.units
             self.sim.touched.add(self)
         if self.used + self.cached + units > self.cap + EPS:
@@ -255,14 +261,16 @@ class Pool(object):
                     return
         sim = self.sim
         sim.release_seq += 1
-        self.entries[session.serial] = CacheEntry(session.serial, units, sim.now,
-                                                  sim.release_seq, list(session.a), session)
+        e = CacheEntry(session.serial, units, sim.now, sim.release_seq, list(session.a), session)
+        self.entries[session.serial] = e
+        self.join_lru(e)
         self.cached += units
         sim.touched.add(self)
 
     def drop(self, serial):
         e = self.entries.pop(serial, None)
         if e is not None:
+            e.member = False
             self.cached -= e.units
             self.sim.touched.add(self)
 
@@ -282,12 +290,28 @@ class Pool(object):
             piece = min(self.block, e.units) if self.block else e.units
             self.evict(e, piece)
 
+    def join_lru(self, e):
+        """``e`` is a member with a new seq: its item in the LRU heap."""
+        e.member = True
+        lru = self.lru
+        heapq.heappush(lru, (e.seq, e))  # (seqs are unique: entries never compare)
+        if len(lru) > 64 + 2 * (len(self.entries) + len(self.dead)):
+            lru[:] = [(m.seq, m) for m in list(self.entries.values()) + self.dead]
+            heapq.heapify(lru)
+
     def victim_entry(self):
-        entries = list(self.entries.values()) + self.dead
         if self.evict_keys is None:
             # The key (released, seq) orders as seq alone: both are set
             # together, seq increasing and the release time not decreasing.
-            return min(entries, key=_seq)
+            # The least seq of a member (as ``min`` over the members by seq).
+            lru = self.lru
+            while lru:
+                seq, e = lru[0]
+                if e.member and e.seq == seq:
+                    return e
+                heapq.heappop(lru)
+            raise AssertionError("a pool with cached entries has no LRU victim")
+        entries = list(self.entries.values()) + self.dead
         best = None
         best_key = None
         now = self.sim.now
@@ -314,6 +338,7 @@ class Pool(object):
             self.sim.trace_evict(self, e, piece)
         if e.units <= EPS:
             st.evicted_entries += 1
+            e.member = False
             if e.dead:
                 self.dead.remove(e)
             else:
@@ -367,6 +392,7 @@ class Pool(object):
         mine.units += piece
         mine.released = sim.now
         mine.seq = sim.release_seq
+        self.join_lru(mine)
         self.cached += piece
         sim.touched.add(self)
 
