@@ -83,7 +83,10 @@ def fit_steps(d: Deployment, steps) -> StepFit:
     a, b, o = (float(v) for v in best.x)
     ce, me = 1.0 / a, 1.0 / b
     notes = []
-    compute_bound = int(np.sum(a * C > b * M))
+    # a step at the kink (compute and memory time equal, to 0.1 %) tells
+    # nothing about the side that is not above it
+    compute_bound = int(np.sum(a * C > b * M * 1.001))
+    memory_bound = int(np.sum(b * M > a * C * 1.001))
     if compute_bound == 0:
         # Every step memory bound: the data say only that compute stays
         # below memory time, i.e. ce >= max C / (b M).
@@ -92,7 +95,7 @@ def fit_steps(d: Deployment, steps) -> StepFit:
         notes.append("no step is compute bound at the fit: the steps bound compute_eff from "
                      "below only (>= %.3g); it is set to %.3g%s" % (
                          floor_, ce, " (the default)" if ce == COMPUTE_EFF else ""))
-    if compute_bound == len(C):
+    if memory_bound == 0:
         floor_ = float(np.max(M / (a * C))) if len(C) else 0.0
         me = min(EFF_MAX, max(MEMORY_EFF, floor_))
         notes.append("no step is memory bound at the fit: the steps bound memory_eff from "

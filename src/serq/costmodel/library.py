@@ -139,8 +139,10 @@ def render(d: Deployment, prefix: str = "cost", file_name: str = "costs.sq",
     w("")
     if fitted:
         w("// ---- the roofline's parameters, fitted to measurements by serq calibrate ----")
+        import textwrap
         for line in fitted:
-            w(("// " + line).rstrip())
+            for part in textwrap.wrap(line, 92) or [""]:
+                w(("// " + part).rstrip())
     else:
         w("// ---- the roofline's parameters: estimates, not measurements (docs/costs.md) ----")
     params = [("def %s_compute_eff() = %s;" % (P, num(knobs.compute_eff)),

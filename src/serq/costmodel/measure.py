@@ -124,18 +124,18 @@ def read_steps(path: str) -> Steps:
             break
     missing = []
     if "tokens" not in found:
-        missing.append("`tokens` (the tokens the step served)")
+        missing.append("no `tokens` column (the tokens each step served)")
     if dur is None:
-        missing.append("the step time (`duration` in seconds, `duration_ms` or `duration_us`)")
+        missing.append("no step-time column (`duration` in seconds, `duration_ms` or "
+                       "`duration_us`)")
     if missing:
-        raise SerqError("%s:%d: the header has no %s; it names: %s" % (
-            path, header_line, " and no ".join(missing),
+        raise SerqError("the header has %s; it names %s" % (
+            " and ".join(missing),
             ", ".join("`%s`" % h for h in rows[start]) or "nothing"),
             span=span(header_line, 0, len(lines[header_line - 1]) if lines else 1),
             source=text, help=STEP_HELP)
     if "kv_tokens" in found and ("kv_decode" in found or "kv_prefill" in found):
-        raise SerqError("%s:%d: `kv_tokens` and `kv_decode`/`kv_prefill` both given" % (
-            path, header_line), span=span(header_line, found["kv_tokens"]), source=text,
+        raise SerqError("`kv_tokens` and `kv_decode`/`kv_prefill` both given", span=span(header_line, found["kv_tokens"]), source=text,
             help="give the KV tokens of the decodes and of the prefills apart "
                  "(`kv_decode`, `kv_prefill`), or their sum (`kv_tokens`), not both")
     assert dur is not None
@@ -146,8 +146,7 @@ def read_steps(path: str) -> Steps:
         if not any(c.strip() for c in row):
             continue
         if len(row) != len(header):
-            raise SerqError("%s:%d: %d cells, the header has %d" % (path, line, len(row),
-                                                                   len(header)),
+            raise SerqError("%d cells, the header has %d" % (len(row), len(header)),
                             span=span(line, 0, len(lines[k]) if k < len(lines) else 1),
                             source=text, help="every row has one cell for each header name")
         vals: Dict[str, float] = {}
@@ -159,16 +158,15 @@ def read_steps(path: str) -> Steps:
             except ValueError:
                 v = math.nan
             if math.isnan(v) or math.isinf(v):
-                raise SerqError("%s:%d: column `%s` is `%s`, not a number" % (
-                    path, line, name, cell), span=span(line, i, len(row[i]) or 1), source=text,
+                raise SerqError("column `%s` is `%s`, not a number" % (name, cell), span=span(line, i, len(row[i]) or 1), source=text,
                     help="write a plain number (%s)" % (
                         "the step time in %s" % ("seconds" if dur[1] == 1 else
                                                  "milliseconds" if dur[1] == 1e-3
                                                  else "microseconds")
                         if var == "duration" else "a count of tokens or requests"))
             if v < 0 or (var == "duration" and v == 0):
-                raise SerqError("%s:%d: column `%s` is %s; it must be %s" % (
-                    path, line, name, cell, "positive" if var == "duration" else
+                raise SerqError("column `%s` is %s; it must be %s" % (
+                    name, cell, "positive" if var == "duration" else
                     "zero or more"), span=span(line, i, len(row[i]) or 1), source=text,
                     help="a step takes some time and counts no negative tokens")
             vals[var] = v * dur[1] if var == "duration" else v
@@ -179,9 +177,11 @@ def read_steps(path: str) -> Steps:
             prefilled = tokens - decoders if decoders is not None else 0.0
         if decoders is None:
             decoders = tokens - prefilled
-        if prefilled + decoders > tokens + 1e-9 or prefilled < 0:
-            raise SerqError("%s:%d: %g prefilled tokens and %g decodes make more than the "
-                            "step's %g tokens" % (path, line, prefilled, decoders, tokens),
+        if prefilled + decoders > tokens + 1e-9 or prefilled < 0 or decoders < 0:
+            raise SerqError(("%g prefilled tokens are more than the step's %g tokens" % (
+                prefilled, tokens)) if decoders < 0 or prefilled > tokens else
+                ("%g prefilled tokens and %g decodes make more than the step's %g tokens" % (
+                    prefilled, decoders, tokens)),
                             span=span(line, found.get("prefilled", found["tokens"])),
                             source=text, help="`tokens` counts each decode's token and each "
                             "prefill chunk's tokens: prefilled + decoders = tokens")
@@ -278,7 +278,7 @@ def read_bench(path: str, seed: int = 0) -> Bench:
         line = getattr(e, "lineno", 1)
         col = getattr(e, "colno", 1)
         msg = getattr(e, "msg", str(e))
-        raise SerqError("%s:%d:%d: not JSON: %s" % (path, line, col, msg),
+        raise SerqError("not JSON: %s" % msg,
                         span=Span(path, line, col), source=text,
                         help="give the file `vllm bench serve --save-result` wrote")
     if not isinstance(data, dict):
