@@ -226,15 +226,22 @@ def simulate_load(d: Deployment, load: Load, knobs: Knobs) -> Metrics:
 
 
 def fixed_load(n: int, prompt: int, output: int, concurrency: Optional[int] = None,
-               rate: Optional[float] = None, seed: int = 0, label: str = "") -> Load:
+               rate: Optional[float] = None, seed: int = 0, label: str = "",
+               stagger: float = 0.0) -> Load:
     """``n`` requests of the same lengths, all sent at once (behind the
     concurrency cap, if any) or as a Poisson stream of ``rate`` a second
-    drawn with ``seed``."""
+    drawn with ``seed``.  With a cap and ``stagger`` > 0 the first
+    ``concurrency`` requests are sent evenly over ``stagger`` seconds and
+    the rest at its end: the clients of a closed-loop benchmark in its
+    steady state, not all starting their prefills in the same step (with
+    equal lengths they would then stay in lock step to the end)."""
     import random
     rng = random.Random(seed)
     t = 0.0
     reqs: List[Request] = []
-    for _ in range(n):
+    for i in range(n):
+        if concurrency is not None and stagger > 0:
+            t = stagger * min(i, concurrency) / concurrency
         reqs.append(Request(t, prompt, output))
         if rate is not None and not math.isinf(rate):
             t += rng.expovariate(rate)
