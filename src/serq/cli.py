@@ -17,6 +17,7 @@
                [--start S] [--duration D] [--scale F] [--rate R] [--seed N]
                [--think T] [--tokenizer chars4|words] [--block-tokens N]
     serq cost  --model M --gpu G [--tp N] [--dtype bf16|fp8] [-o FILE] [...]
+    serq calibrate --model M --gpu G [...] (--steps CSV | --bench JSON...) [-o FILE]
 
 Exit status: 0 success (for ``serq run``: the report was printed, whatever
 the simulated system did; its findings are warnings in the report), 1 an
@@ -236,6 +237,11 @@ def _cost_parser(p) -> None:
     add_arguments(p)
 
 
+def _calibrate_parser(p) -> None:
+    from .costmodel.calibrate import add_arguments
+    add_arguments(p)
+
+
 def _plot_parser(p) -> None:
     from .plot.cli import add_arguments
     add_arguments(p, _pair)
@@ -260,6 +266,9 @@ _COMMANDS = [
     ("trace", {"help": "work with trace files"}, _trace_parser),
     ("cost", {"help": "write a library of step costs and KV capacity for a model on a GPU "
               "(a roofline; docs/costs.md)"}, _cost_parser),
+    ("calibrate", {"help": "fit the step cost's efficiencies and overhead to a per-step CSV or "
+                   "to `vllm bench serve` results, and write the fitted library"},
+     _calibrate_parser),
 ]
 
 
@@ -541,6 +550,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.command == "cost":
             from .costmodel.command import command
             return command(args)
+        if args.command == "calibrate":
+            from .costmodel.calibrate import command as calibrate
+            return calibrate(args)
         return _cmd_ir(args)
     except UsageError as e:
         sys.stderr.write("serq: %s\n" % e.render())

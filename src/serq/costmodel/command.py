@@ -10,6 +10,15 @@ DTYPES = ("bf16", "fp8")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_deployment_arguments(p)
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the library to FILE and the summary to stdout (default: the "
+                   "library to stdout, the summary to stderr)")
+    p.add_argument("--list", action="store_true", help="list the catalogue's models and GPUs")
+
+
+def add_deployment_arguments(p: argparse.ArgumentParser) -> None:
+    """The engine's options, shared with `serq calibrate`."""
     p.add_argument("--model", metavar="M", help="a model of the catalogue (`--list` names them)")
     p.add_argument("--gpu", metavar="G", help="an accelerator of the catalogue")
     p.add_argument("--tp", type=_positive_int, default=1, metavar="N",
@@ -27,10 +36,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prefix", default="cost", metavar="NAME",
                    help="the definitions' names start with NAME_ (default `cost`); two "
                    "libraries in one program need two prefixes")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="write the library to FILE and the summary to stdout (default: the "
-                   "library to stdout, the summary to stderr)")
-    p.add_argument("--list", action="store_true", help="list the catalogue's models and GPUs")
 
 
 def _list(out) -> int:
@@ -53,9 +58,7 @@ def _list(out) -> int:
 
 
 def command(args, stdout=None, stderr=None) -> int:
-    from .catalogue import lookup
-    from .library import check_prefix, render, summary
-    from .roofline import deploy
+    from .library import render, summary
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     if args.list:
@@ -64,23 +67,41 @@ def command(args, stdout=None, stderr=None) -> int:
         return _list(stdout)
     if not args.model or not args.gpu:
         raise UsageError("`serq cost` needs --model and --gpu (`serq cost --list` names them)")
-    check_prefix(args.prefix)
-    model = lookup("model", args.model)
-    gpu = lookup("gpu", args.gpu)
-    d = deploy(model, gpu, tp=args.tp, dtype=args.dtype, utilization=args.gpu_memory_utilization,
-               block_size=args.block_size, max_batched_tokens=args.max_num_batched_tokens,
-               max_seqs=args.max_num_seqs)
-    name = os.path.basename(args.output) if args.output else "%s-%s.sq" % (model.key, gpu.key)
+    d = deployment(args)
+    name = library_name(args, d)
     text = render(d, args.prefix, name)
     if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise SerqError("cannot write %s: %s" % (args.output, e.strerror or e))
+        write_file(args.output, text)
         stdout.write("wrote %s\n" % args.output)
         stdout.write(summary(d))
     else:
         stdout.write(text)
         stderr.write(summary(d))
     return 0
+
+
+def deployment(args):
+    """The engine the options describe (the prefix checked too)."""
+    from .catalogue import lookup
+    from .library import check_prefix
+    from .roofline import deploy
+    check_prefix(args.prefix)
+    model = lookup("model", args.model)
+    gpu = lookup("gpu", args.gpu)
+    return deploy(model, gpu, tp=args.tp, dtype=args.dtype,
+                  utilization=args.gpu_memory_utilization, block_size=args.block_size,
+                  max_batched_tokens=args.max_num_batched_tokens, max_seqs=args.max_num_seqs)
+
+
+def library_name(args, d) -> str:
+    if args.output:
+        return os.path.basename(args.output)
+    return "%s-%s.sq" % (d.model.key, d.gpu.key)
+
+
+def write_file(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise SerqError("cannot write %s: %s" % (path, e.strerror or e))

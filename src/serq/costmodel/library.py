@@ -12,11 +12,11 @@ to be tokens.
 """
 import math
 import re
-from typing import List
+from typing import List, Optional
 
 from .. import __version__
-from .roofline import (ALLREDUCE_LATENCY, ACT_BYTES, COMPUTE_EFF, CONTEXT, GIB, MEMORY_EFF,
-                       RUNTIME_RESERVE_GIB, STEP_OVERHEAD, DTYPE_BYTES, Deployment)
+from .roofline import (ALLREDUCE_LATENCY, ACT_BYTES, CONTEXT, GIB, RUNTIME_RESERVE_GIB,
+                       DTYPE_BYTES, DEFAULT_KNOBS, Deployment, Knobs)
 
 PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
@@ -85,15 +85,19 @@ def title(d: Deployment) -> str:
                                _dtypes(d))
 
 
-def render(d: Deployment, prefix: str = "cost", file_name: str = "costs.sq") -> str:
-    """The library's text."""
+def render(d: Deployment, prefix: str = "cost", file_name: str = "costs.sq",
+           knobs: Knobs = DEFAULT_KNOBS, written_by: Optional[str] = None,
+           fitted: Optional[List[str]] = None) -> str:
+    """The library's text.  ``serq calibrate`` passes the fitted ``knobs``,
+    its own command line (``written_by``) and comment lines saying what the
+    values were fitted to and how well (``fitted``)."""
     m, g, p = d.model, d.gpu, d.params
     P = prefix
     L: List[str] = []
     w = L.append
     w("// %s: the step cost and KV capacity of one engine," % file_name)
     w("// %s." % title(d))
-    w("// Written by `%s` (serq %s)." % (command_line(d, prefix), __version__))
+    w("// Written by `%s` (serq %s)." % (written_by or command_line(d, prefix), __version__))
     w("// docs/costs.md explains the model. serQ 0.1.3 syntax: definitions only.")
     w("//")
     w("// Sources: %s" % m.source)
@@ -133,12 +137,19 @@ def render(d: Deployment, prefix: str = "cost", file_name: str = "costs.sq") -> 
     w("def %s_block_size() = %d;" % (P, d.block_size))
     w("def %s_kv_token_bytes() = %d;" % (P, d.kv_token_bytes()))
     w("")
-    w("// ---- the roofline's parameters: estimates, not measurements (docs/costs.md) ----")
-    params = [("def %s_compute_eff() = %s;" % (P, num(COMPUTE_EFF)),
+    if fitted:
+        w("// ---- the roofline's parameters, fitted to measurements by serq calibrate ----")
+        import textwrap
+        for line in fitted:
+            for part in textwrap.wrap(line, 92) or [""]:
+                w(("// " + part).rstrip())
+    else:
+        w("// ---- the roofline's parameters: estimates, not measurements (docs/costs.md) ----")
+    params = [("def %s_compute_eff() = %s;" % (P, num(knobs.compute_eff)),
                "share of peak FLOP/s the matrix multiplies reach"),
-              ("def %s_memory_eff() = %s;" % (P, num(MEMORY_EFF)),
+              ("def %s_memory_eff() = %s;" % (P, num(knobs.memory_eff)),
                "share of peak bandwidth the weight and KV reads reach"),
-              ("def %s_step_overhead() = %s;" % (P, num(STEP_OVERHEAD)),
+              ("def %s_step_overhead() = %s;" % (P, num(knobs.step_overhead)),
                "seconds a step spends outside GPU work")]
     width = max(len(code) for code, _ in params)
     for code, comment in params:
@@ -200,7 +211,7 @@ def render(d: Deployment, prefix: str = "cost", file_name: str = "costs.sq") -> 
     return "\n".join(L) + "\n"
 
 
-def summary(d: Deployment) -> str:
+def summary(d: Deployment, knobs: Knobs = DEFAULT_KNOBS) -> str:
     m, p = d.model, d.params
     L: List[str] = []
     w = L.append
@@ -217,13 +228,14 @@ def summary(d: Deployment) -> str:
         _thousands(d.kv_blocks()), d.block_size))
     n = max(1, d.max_batched_tokens // CONTEXT)
     w("  prefill        %s tokens/s (steps of %d prompts of %d tokens)" % (
-        _thousands(round(d.prefill_rate())), n, CONTEXT))
+        _thousands(round(d.prefill_rate(CONTEXT, knobs))), n, CONTEXT))
     parts, bounds = [], []
     for b in (1, 32, 256):
-        compute, memory, _, _ = d.step_parts(b, b, b * CONTEXT, 0, 0)
+        compute, memory, _, _ = d.step_parts(b, b, b * CONTEXT, 0, 0, *knobs.as_tuple())
         bounds.append("memory" if memory >= compute else "compute")
         over = "*" if b * CONTEXT > d.kv_tokens() else ""
-        parts.append("batch %d %.2f ms%s" % (b, d.decode_step(b) * 1e3, over))
+        step = d.step_time(b, b, b * CONTEXT, 0, 0, *knobs.as_tuple())
+        parts.append("batch %d %.2f ms%s" % (b, step * 1e3, over))
     if len(set(bounds)) == 1:
         tail = " (%s bound)" % bounds[0]
     else:
@@ -232,9 +244,10 @@ def summary(d: Deployment) -> str:
     w("  decode step    %s%s," % (", ".join(parts), tail))
     w("                 each decode with %d tokens of context%s" % (
         CONTEXT, "; * more than the cache holds" if 256 * CONTEXT > d.kv_tokens() else ""))
-    w("  assumptions    %g of peak FLOP/s (%s %g TFLOP/s), %g of peak bandwidth (%g GB/s)," % (
-        COMPUTE_EFF, d.peak_label, d.peak_flops / 1e12, MEMORY_EFF, d.gpu.bandwidth_gbs))
-    w("                 %g ms a step outside the GPU's work" % (STEP_OVERHEAD * 1e3))
+    w("  %s    %.4g of peak FLOP/s (%s %g TFLOP/s), %.4g of peak bandwidth (%g GB/s)," % (
+        "assumptions" if knobs == DEFAULT_KNOBS else "fitted     ", knobs.compute_eff,
+        d.peak_label, d.peak_flops / 1e12, knobs.memory_eff, d.gpu.bandwidth_gbs))
+    w("                 %.4g ms a step outside the GPU's work" % (knobs.step_overhead * 1e3))
     return "\n".join(L) + "\n"
 
 

@@ -27,6 +27,21 @@ MEMORY_EFF = 0.8         # share of peak memory bandwidth that weight and KV rea
 STEP_OVERHEAD = 0.0015   # seconds a step spends outside GPU work (scheduling, launch, sampling)
 ALLREDUCE_LATENCY = {"nvlink": 8e-6, "pcie": 25e-6}   # seconds a small all-reduce costs
 
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The roofline's three parameters: the ones `serq calibrate` fits."""
+    compute_eff: float = COMPUTE_EFF
+    memory_eff: float = MEMORY_EFF
+    step_overhead: float = STEP_OVERHEAD
+
+    def as_tuple(self):
+        return (self.compute_eff, self.memory_eff, self.step_overhead)
+
+
+DEFAULT_KNOBS = Knobs()
+
 # vLLM's memory profile: what it keeps besides weights and the KV cache.
 RUNTIME_RESERVE_GIB = 1.0   # CUDA context, cuBLAS/NCCL workspaces, CUDA graphs (estimate)
 CONTEXT = 1024              # the context of each decode in the summary
@@ -248,12 +263,13 @@ class Deployment:
     def decode_step(self, batch: int, context: int = CONTEXT) -> float:
         return self.step_time(batch, batch, batch * context, 0, 0)
 
-    def prefill_rate(self, prompt: int = CONTEXT) -> float:
+    def prefill_rate(self, prompt: int = CONTEXT, knobs: Optional["Knobs"] = None) -> float:
         """Prompt tokens a second in steps of max_batched_tokens made of
         whole prompts of `prompt` tokens."""
         n = max(1, self.max_batched_tokens // prompt)
         tokens = n * prompt
-        return tokens / self.step_time(tokens, 0, 0, tokens, n * prompt * prompt / 2)
+        k = (knobs or DEFAULT_KNOBS).as_tuple()
+        return tokens / self.step_time(tokens, 0, 0, tokens, n * prompt * prompt / 2, *k)
 
 
 def deploy(model: Model, gpu: Gpu, tp: int = 1, dtype: Optional[str] = None,
