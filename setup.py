@@ -30,6 +30,7 @@ CORE = [
     "serq/sim/holds.py",
     "serq/sim/session.py",
     "serq/sim/postmortem.py",
+    "serq/sim/fold.py",
     "serq/report/stats.py",
 ]
 

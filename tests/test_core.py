@@ -17,7 +17,7 @@ import serq
 
 CORE_MODULES = ["serq.sim.rng", "serq.sim.rng_batch", "serq.sim.dist", "serq.sim.stages",
                 "serq.sim.step", "serq.sim.pools", "serq.sim.holds", "serq.sim.session",
-                "serq.sim.postmortem", "serq.report.stats"]
+                "serq.sim.postmortem", "serq.sim.fold", "serq.report.stats"]
 
 PROBE = r"""
 import importlib, json, sys

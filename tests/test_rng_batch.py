@@ -178,3 +178,14 @@ def test_machine_integer_seeding_matches():
     for v in (0, 1, 2 ** 63 - 1, 2 ** 63, M64, -1, -(2 ** 63), 2 ** 64, 3 * 2 ** 64 + 7):
         s = R._as_s64(v)
         assert -(2 ** 63) <= s < 2 ** 63 and (s - v) % (2 ** 64) == 0, v
+
+
+def test_lane_constants_are_the_sums_of_shifted_lanes():
+    # _spread and the lane index are built from bytes (linear time); they
+    # are the sums of shifted values they stand for.
+    from serq.sim import rng_batch
+    for k in (1, 3, 64):
+        for width in (32, 64, 128):
+            assert rng_batch._spread(1, k, width) == sum(1 << (width * j) for j in range(k))
+            assert rng_batch._spread(5, k, width) == 5 * sum(1 << (width * j) for j in range(k))
+        assert rng_batch._BatchShape(k).iota == sum(j << (128 * j) for j in range(k))

@@ -16,6 +16,10 @@ _heappush = heapq.heappush
 
 class Clock(object):
 
+    def fold(self, st, horizon, max_events, checks):
+        """A stretch of decode iterations (settle.py)."""
+        raise NotImplementedError
+
     def init_clock(self):
         self.now = 0.0
         self.heap = []  # (time, seq, fn, arg)
@@ -25,6 +29,9 @@ class Clock(object):
         # stop at the next event boundary: a KeyboardInterrupt raised inside
         # compiled code (mypyc) would abort the process, the report lost.
         self.stop_requested = False
+        # A step stage that just started an iteration of decodes only
+        # (Step.launch): the loop lets it fold (settle.py, fold.py).
+        self.fold_stage = None
 
     def schedule(self, t, fn, arg):
         self.seq += 1
@@ -65,6 +72,11 @@ class Clock(object):
                 self.events += 1
                 fn(arg)
                 settle()
+                while self.fold_stage is not None and not self.stop_requested and \
+                        not (checks and not self.events & 4095):
+                    st = self.fold_stage
+                    self.fold_stage = None
+                    self.fold(st, horizon, max_events, checks)
                 if self.stop_requested:
                     self.partial = "interrupted"
                     break

@@ -21,6 +21,7 @@ from .clock import interrupts
 from . import rng as streams
 from .rng_batch import StatementStreams, WorkloadStreams
 from .exprs import Compiler, fmt
+from .fold import prepare as prepare_fold
 from .session import Interpreter, Session
 from .settle import READY_LIMIT, Settle
 from .stages import Delay, Fifo, Flows, Ps, SharedStage
@@ -496,6 +497,7 @@ class Simulator(Settle):
                 self.spawn()
         limit = prog.arrivals
         self.start_recording()
+        prepare_fold(self)
         self.estimates = reads_estimates(prog)  # else no stage keeps its estimator
         self.settle()
         with interrupts(self):

@@ -57,8 +57,11 @@ BATCH_MIN: Final = 4
 
 
 def _spread(value: int, lanes: int, width: int) -> int:
-    """``value`` in each of ``lanes`` lanes of ``width`` bits."""
-    return value * sum(1 << (width * j) for j in range(lanes))
+    """``value`` (below ``2 ** width``) in each of ``lanes`` lanes of
+    ``width`` bits (a multiple of 8), built from bytes: a sum of shifted
+    ones costs time quadratic in the lanes (a large batch once took more
+    than the run)."""
+    return int.from_bytes(value.to_bytes(width // 8, "little") * lanes, "little")
 
 
 class _BatchShape(object):
@@ -71,7 +74,8 @@ class _BatchShape(object):
     def __init__(self, k: int) -> None:
         self.k = k
         self.ones128 = _spread(1, k, 128)
-        self.iota = sum(j << (128 * j) for j in range(k))
+        self.iota = int.from_bytes(b"".join([j.to_bytes(16, "little") for j in range(k)]),
+                                   "little")
         self.w64 = self.ones128 * _M64
         self.inc = self.ones128 * _PCG_INC
         self.ones8 = _spread(1, 8 * k, 64)

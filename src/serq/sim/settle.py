@@ -13,6 +13,7 @@ import heapq
 from collections import deque
 
 from ..errors import RunError
+from . import fold as folding
 from .exprs import fmt
 from .holds import Rejected
 from .poolsim import PoolSim
@@ -70,6 +71,9 @@ class Settle(PoolSim):
                 self.force_end(s.leg_of)
 
     # ---------------------------------------------------------------- settle
+
+    def fold(self, st, horizon, max_events, checks):
+        folding.fold(self, st, horizon, max_events, checks)
 
     def settle(self):
         ready = self.ready

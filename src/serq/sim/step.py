@@ -8,6 +8,7 @@ via`) while budget is left; then the iteration costs ``cost`` time, and at
 its end the tokens are committed.
 """
 import math
+from heapq import heappush
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ..errors import RunError
@@ -227,6 +228,10 @@ class Step(Stage):
         st.mixed = IntervalAverage()
         st.decodes = IntervalAverage()
         self.iter_start = 0.0
+        # decode folding (fold.py): whether this stage may fold in this run,
+        # and the heap entry of its running iteration's end
+        self.fold_ok = False
+        self.end_entry: Any = None
         st.decode_batch = Welford()
         st.decode_step = Welford()
         st.itl = ItlHistogram()
@@ -327,6 +332,12 @@ class Step(Stage):
             C = 0.0
         self.preempted_now = False
         self.preempt_count = 0
+        self.attempt_read(B, C)
+
+    def attempt_read(self, B: float, C: float) -> None:
+        """``attempt`` once the budget ``B`` and chunk ``C`` are read (a
+        folded stretch that stops reads them itself: fold.py)."""
+        sim = self.sim
         if self.fast and sim.trace_iterations is None:
             decodes = self.plan_decodes(B, C)
             if isinstance(decodes, list):
@@ -688,7 +699,14 @@ class Step(Stage):
             self.stats.decode_step.add(cost)
         if sim.trace_iterations is not None:
             sim.trace_iterations(self, plan, assigned, cost)
-        sim.schedule(sim.now + cost, self.iteration_end, None)
+        # sim.schedule(now + cost, …), keeping the entry: a stretch of
+        # decodes folds while it is the heap's first (fold.py)
+        sim.seq += 1
+        entry = (sim.now + cost, sim.seq, self.iteration_end, None)
+        heappush(sim.heap, entry)
+        self.end_entry = entry
+        if plan is None and self.fold_ok:
+            sim.fold_stage = self
 
     def demand(self, chunk: float) -> float:
         """What the residents want: a token per decode, a chunk per prefill."""

@@ -1,0 +1,359 @@
+"""Exact decode folding (issue 15, item 3).
+
+A loaded engine spends most iterations with every resident decoding one
+token and nothing else due.  Through the heap and the general settle each
+such iteration walks every resident three times (planning, the start, the
+end's inter-token bookkeeping).  ``fold`` runs a stretch of them from the
+event loop instead: the iteration's end, the settle and the next
+iteration's start, doing per iteration only what the report reads, in the
+same order and with the same float operations:
+
+* the stage's budget, chunk and cost expressions, evaluated as ``attempt``
+  evaluates them (with the same random draws, if they draw);
+* the growth of the residents whose next token crosses their allocation
+  (``try_grow``, evictions included), in serving order;
+* ``launch`` (the cost, the iteration statistics, the end event), the end's
+  mix averages (``account``) and one ``add_repeat`` of the inter-token gap,
+  which is the same for every resident;
+* the settle's tail: the live average, the event times, the records of
+  what the event touched, the recorders and the gauges.
+
+What each resident would have changed per iteration (its tokens left, its
+position, its last token) is kept as a count of folded iterations and
+written back whenever the stretch stops (``Folding.write_back``), before
+any other code can read it.  Tokens and positions are then whole numbers
+(checked when a stretch starts), so ``r - k`` is what ``k`` subtractions
+of 1.0 give.
+
+A stretch starts only after an iteration that the general path planned as
+decodes only (``Step.start_decodes``) and goes on while: that iteration's
+end is the only event due until then, within the horizon and the event
+limit; no resident ends its decode in it; the budget covers a token for
+every resident; no admission is waiting; every growth fits without
+preemption.  Where a condition fails, the general path takes over at that
+point, and the reports are the same bytes (tests/test_fold.py, the
+conformance suite, the iteration trace, which turns folding off).
+"""
+import heapq
+from typing import Any, List, Optional, Tuple
+
+from ..ir import nodes as ir
+from .pools import EPS, round_up
+from .timeavg import TICKS_KEPT
+
+#: Stage queries that read residents' tokens left (lazy during a stretch).
+LAZY_QUERIES = ("Work", "BudgetLeft")
+
+#: Past this, float positions and token counts are no longer exact integers.
+WHOLE_LIMIT = float(2 ** 50)
+
+#: ``serq run --no-fold`` and tests turn folding off (the general path only).
+ENABLED = [True]
+
+
+def _reads_lazy(exprs: List[Any]) -> bool:
+    for x in ir.walk(exprs):
+        if type(x) is ir.Call and x.fun in LAZY_QUERIES:
+            return True
+        if type(x) is ir.Attr:
+            return True
+    return False
+
+
+def prepare(sim: Any) -> None:
+    """At the start of a run: which step stages may fold (``Step.fold_ok``)."""
+    prog = sim.prog
+    general = (ENABLED[0] and sim.trace_iterations is None and not sim.claims
+               and not sim.check_invariants and not sim.check_touched
+               and not sim.steps_and_ps and sim.flows is None
+               and not _reads_lazy([g.expr for g in prog.gauges]))
+    for st in sim.steps:
+        spec = prog.stages[st.index].kind
+        st.fold_ok = (general and st.fast and not st.budget_totals
+                      and not _reads_lazy([spec.budget, spec.chunk, spec.cost]))
+
+
+def _whole(x: float) -> bool:
+    return x.is_integer() and -WHOLE_LIMIT < x < WHOLE_LIMIT
+
+
+def _second_time(heap: List[Any]) -> float:
+    """The time of the event after the heap's first (inf if none)."""
+    n = len(heap)
+    if n > 2:
+        a = heap[1][0]
+        b = heap[2][0]
+        return a if a < b else b
+    if n == 2:
+        return heap[1][0]
+    return float("inf")
+
+
+class Folding(object):
+    """A stretch in progress: the residents as the stretch found them and
+    the number of folded iteration starts and ends since."""
+
+    def __init__(self, st: Any, sim: Any) -> None:
+        self.st = st
+        self.sim = sim
+        self.jobs: List[Any] = list(st.residents)
+        self.assigned: List[List[Any]] = [[j, 1.0] for j in self.jobs]
+        self.n = len(self.jobs)
+        self.rem0: List[float] = [j.remaining for j in self.jobs]
+        self.rmin = min(self.rem0)
+        self.pos0: List[float] = []
+        self.mem: List[float] = []
+        # (launch index of the next growth, resident index)
+        self.grows: List[Tuple[int, int]] = []
+        self.starts = 0  # folded iteration starts (positions moved on)
+        self.ends = 0  # folded iteration ends (tokens left counted down)
+        self.last_end = sim.now
+        self.pool: Any = None
+
+    def setup(self) -> bool:
+        """Whether the stretch can start now (the residents' state)."""
+        st = self.st
+        sim = self.sim
+        now = sim.now
+        slot = sim.turn_slot
+        pool = None
+        for j in self.jobs:
+            if not j.decode or j.stalled or j.gone or not _whole(j.remaining):
+                return False
+            s = j.session
+            last = s.itl
+            # every resident's last token ended with the iteration just ended
+            if last is None or last[1] != now or last[0] != s.a[slot] or s.itl_preempted:
+                return False
+            g = j.grow
+            if g is None:
+                self.pos0.append(0.0)
+                continue
+            run, i = g
+            p = run.pools[i]
+            if pool is None:
+                pool = p
+            elif p is not pool:
+                return False
+            pos = run.pos[i]
+            alloc = run.alloc[i]
+            if not (_whole(pos) and _whole(alloc)):
+                return False
+            self.pos0.append(pos)
+        if pool is not None:
+            if pool.spill is not None or sim.trace_evict is not None or not _whole(pool.block):
+                return False
+            self.pool = pool
+            for k in range(self.n):
+                g = self.jobs[k].grow
+                if g is not None:
+                    run, i = g
+                    heapq.heappush(self.grows, (int(run.alloc[i] - self.pos0[k]), k))
+        if st.cost_totals:
+            self.mem = [st.memory_of(j.session) for j in self.jobs]
+        return True
+
+    def can_start(self) -> bool:
+        """Whether the next iteration can be a folded one: no resident ends
+        in it and no admission is waiting (the budget is checked once read)."""
+        if self.rmin - float(self.ends) - 1.0 <= 1e-9:
+            return False
+        for p in self.st.admits:
+            if p.queue:
+                return False
+        return True
+
+    def grow_now(self) -> Optional[List[Tuple[int, Any, int, float]]]:
+        """The growths of the iteration starting now, in serving order, or
+        None if one of them would not fit (the general path decides)."""
+        grows = self.grows
+        k = self.starts
+        if not grows or grows[0][0] > k:
+            return []
+        pool = self.pool
+        due: List[Tuple[int, Any, int, float]] = []
+        used = pool.used
+        reserved = pool.reserved
+        for _, idx in sorted(x for x in grows if x[0] == k):
+            run, i = self.jobs[idx].grow
+            alloc = run.alloc[i]
+            extra = (self.pos0[idx] + float(k)) + 1.0 - alloc
+            need = round_up(alloc + extra, pool.block) - alloc
+            if not (extra > EPS and need > EPS):
+                return None  # (whole numbers: a due growth always needs units)
+            reserve = run.reserve[i]
+            if used + (reserved - reserve) + need > pool.cap + EPS:
+                return None
+            used += need
+            if reserve > 0.0:
+                reserved -= min(reserve, need)
+            due.append((idx, run, i, need))
+        return due
+
+    def start(self, B: float, C: float) -> bool:
+        """A folded iteration start (``plan_decodes`` and ``start_decodes``
+        of every resident's token), if the budget ``B`` covers it."""
+        left = B
+        for _ in range(self.n):
+            if not left >= 1.0:
+                return False
+            left -= 1.0
+        due = self.grow_now()
+        if due is None:
+            return False
+        st = self.st
+        sim = self.sim
+        grows = self.grows
+        k = self.starts
+        while grows and grows[0][0] <= k:
+            heapq.heappop(grows)
+        for idx, run, i, need in due:
+            sim.try_grow(run, i, need)
+            heapq.heappush(grows, (int(run.alloc[i] - self.pos0[idx]), idx))
+            if st.cost_totals:
+                self.mem[idx] = st.memory_of(self.jobs[idx].session)
+        self.starts += 1
+        ctx = st.ctx
+        n = float(self.n)
+        ctx.ntok = n
+        ctx.npre = 0.0
+        ctx.attn = 0.0
+        ctx.nres = float(len(st.residents))
+        ctx.ndec = n
+        if st.cost_totals:
+            kvb = 0.0
+            if st.memory is not None:
+                for m in self.mem:
+                    kvb += m
+            ctx.kvb = kvb
+            ctx.kvp = 0.0
+        st.idle_with_work = False
+        st.launch(C, self.assigned, None, n, n, 0.0)
+        return True
+
+    def end(self, now: float) -> None:
+        """A folded iteration end (``iteration_end`` with no one done)."""
+        st = self.st
+        st.account(now)
+        st.running = None
+        if self.sim.warm:
+            st.stats.itl.add_repeat(now - self.last_end, self.n)
+        self.last_end = now
+        self.ends += 1
+
+    def write_back(self) -> None:
+        """Each resident's tokens left, position and last token, as the
+        folded iterations would have left them."""
+        sim = self.sim
+        slot = sim.turn_slot
+        ends = float(self.ends)
+        starts = float(self.starts)
+        for k in range(self.n):
+            j = self.jobs[k]
+            if self.ends:
+                j.remaining = self.rem0[k] - ends
+                s = j.session
+                s.itl = (s.a[slot], self.last_end, True)
+                s.itl_preempted = False
+            g = j.grow
+            if g is not None and self.starts:
+                run, i = g
+                run.pos[i] = self.pos0[k] + starts
+        self.starts = 0
+        self.ends = 0
+
+def _settle_tail(sim: Any, now: float) -> None:
+    """The end of ``Settle.settle`` (the live average, the event times, the
+    records), for an event after which nothing else ran."""
+    a = sim.live_avg
+    a.area += a.value * (now - a.last)
+    a.last = now
+    a.value = float(sim.live)
+    ticks = sim.ticks
+    if ticks[-1] != now:
+        ticks.append(now)
+        if len(ticks) > TICKS_KEPT:
+            sim.compact_ticks(now)
+    touched = sim.touched
+    if touched:
+        for r in touched:
+            r.record(now)
+        touched.clear()
+    for record in sim.recorders:
+        record(now)
+
+
+def _quiet_others(sim: Any, st: Any) -> bool:
+    """No other step stage would plan at this settle."""
+    for other in sim.steps:
+        if other is not st and other.running is None and other.pending():
+            return False
+    return True
+
+
+def fold(sim: Any, st: Any, horizon: float, max_events: Optional[int], checks: bool) -> None:
+    """Run ``st``'s iterations from the event loop while they fold (see the
+    module's text).  Leaves the simulator as the general loop would have
+    after the same events, with the next one not yet run."""
+    heap = sim.heap
+    gauges = sim.gauges
+    f: Optional[Folding] = None
+    if not st.residents:
+        return
+    while True:
+        entry = st.end_entry
+        if not heap or heap[0] is not entry:
+            break
+        t = entry[0]
+        if t > horizon or not _second_time(heap) > t or sim.stop_requested:
+            break
+        if max_events is not None and sim.events >= max_events:
+            break
+        if gauges and t > sim.now:
+            sim.read_gauges()
+        heapq.heappop(heap)
+        sim.now = t
+        sim.events += 1
+        if f is None:
+            st.iteration_end(None)
+            if sim.ready or sim.changed or sim.pool_watch or not _quiet_others(sim, st):
+                sim.settle()
+                return
+        else:
+            f.end(t)
+        # the settle: only this stage plans (see _quiet_others)
+        if f is None:
+            g = Folding(st, sim)
+            if g.setup():
+                f = g
+        folded = False
+        if f is not None and f.can_start():
+            ctx = st.ctx
+            ctx.a = None
+            ctx.rng = sim.machine_rng
+            B = st.budget(ctx)
+            C = st.chunk(ctx)
+            if C != C:  # (as attempt reads it)
+                C = 0.0
+            st.preempted_now = False
+            st.preempt_count = 0
+            folded = f.start(B, C)
+            if folded:
+                sim.fold_stage = None  # (this loop goes on with it)
+            else:
+                # the budget or a growth: the general plan, from the budget
+                # and chunk already read
+                f.write_back()
+                f = None
+                st.attempt_read(B, C)
+        else:
+            if f is not None:
+                f.write_back()
+                f = None
+            if st.running is None and st.pending():
+                st.attempt()
+        _settle_tail(sim, t)
+        if not folded or (checks and not sim.events & 4095):
+            break
+    if f is not None:
+        f.write_back()
