@@ -4,7 +4,7 @@ import os
 import sys
 
 from ..argtypes import number as _number, pos_int as _positive_int
-from ..errors import SerqError, UsageError
+from ..errors import UsageError
 
 DTYPES = ("bf16", "fp8")
 
@@ -73,11 +73,8 @@ def command(args, stdout=None, stderr=None) -> int:
     name = os.path.basename(args.output) if args.output else "%s-%s.sq" % (model.key, gpu.key)
     text = render(d, args.prefix, name)
     if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise SerqError("cannot write %s: %s" % (args.output, e.strerror or e))
+        from ..atomic import write_text
+        write_text(args.output, text, newline=None)
         stdout.write("wrote %s\n" % args.output)
         stdout.write(summary(d))
     else:
