@@ -382,8 +382,12 @@ def _run_sweep(sweep, jobs, backend, address, show_progress, output, stop, note)
         if isinstance(value, str):
             if stopped is not None:
                 break  # the stop is said first; the failed run is run again on resuming
-            raise RunError("the run at %s, seed %d, failed:\n%s"
+            err = RunError("the run at %s, seed %d, failed:\n%s"
                            % (_describe(sweep.axes, pts[i]), seed, value))
+            if journal is not None and journal.entries and journal.error is None:
+                err.notes.append("the %d runs that finished are kept in %s: a rerun with the "
+                                 "same output takes them" % (len(journal.entries), journal.path))
+            raise err
     if stopped is not None:
         finished = [i for i in range(len(pts))
                     if all(isinstance(by_key.get((i, s)), list) for s in seeds)]
