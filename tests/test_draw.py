@@ -336,4 +336,4 @@ def test_cli_draw_errors(tmp_path):
     r = subprocess.run([sys.executable, "-m", "serq", "draw",
                         str(ROOT / "examples" / "chat.sq"), "-o", str(tmp_path / "no" / "x.svg")],
                        capture_output=True, text=True, env=env)
-    assert r.returncode == 2 and "cannot write" in r.stderr
+    assert r.returncode == 5 and "cannot write" in r.stderr

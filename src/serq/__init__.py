@@ -46,10 +46,11 @@ REPORT_VERSION = 1
 # line, which needs only some of the modules behind them, starts quickly.
 _LAZY = {"compile": "api", "run": "api", "read_trace": "api", "Program": "api",
          "Report": "api", "Observe": "api", "Gauge": "api", "Rng": "api",
+         "Interrupted": "interrupt",
          "ProgramBuilder": "builder", "edit": "builder"}
 
 __all__ = ["compile", "run", "read_trace", "Program", "Report", "Observe", "Gauge", "Rng",
-           "ProgramBuilder", "edit",
+           "ProgramBuilder", "edit", "Interrupted",
            "IR_VERSION", "REPORT_VERSION", "SERQ_VERSION", "core"]
 
 

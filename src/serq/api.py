@@ -38,8 +38,10 @@ from .report.findings import Finding, report_findings
 from .report.jsonfmt import report_json
 from .runner import simulate
 from .sim.rng import Rng
+from .interrupt import Interrupted
 
-__all__ = ["compile", "run", "Program", "Report", "Observe", "Gauge", "Rng", "read_trace"]
+__all__ = ["compile", "run", "Program", "Report", "Observe", "Gauge", "Rng", "read_trace",
+           "Interrupted"]
 
 
 class Program(object):
@@ -187,6 +189,10 @@ class Report(object):
         self._report = report
         for key in report.SCALAR_FIELDS:
             setattr(self, key, getattr(report, key))
+        #: serq's own: None for a run that went to its end, else why it
+        #: stopped early ("interrupted": Ctrl-C); the report then covers the
+        #: run up to ``end``.
+        self.partial: Optional[str] = sim.partial
         self._observes = [Observe(report.observes[o.name], o) for o in sim.observations]
         self._gauges = [Gauge(report.gauges[g.name], g) for g in sim.gauges]
         self.stages = list(report.stages)
@@ -297,7 +303,9 @@ class Report(object):
         raise ValueError("to_dataframe(%r): what is one of %s" % (what, ", ".join(FRAMES)))
 
     def __repr__(self) -> str:
-        return "Report(seed=%d, end=%r, arrivals=%d)" % (self.seed, self.end, self.arrivals)
+        extra = "" if self.partial is None else ", partial=%r" % self.partial
+        return "Report(seed=%d, end=%r, arrivals=%d%s)" % (self.seed, self.end, self.arrivals,
+                                                           extra)
 
 
 def _frame_cell(v):
@@ -309,9 +317,18 @@ def _frame_cell(v):
 
 
 def run(program: Program) -> Report:
-    """Simulate a compiled program."""
+    """Simulate a compiled program.  Ctrl-C stops the run at the next event
+    and raises ``serq.Interrupted`` (a ``KeyboardInterrupt``) whose
+    ``report`` is the partial report: ``report.partial`` is
+    ``"interrupted"`` and ``report.end`` the time it stopped at."""
     sim = simulate(program.ir)
-    return Report(build_report(sim), sim)
+    report = Report(build_report(sim), sim)
+    if sim.partial == "interrupted":
+        from .interrupt import Interrupted
+        raise Interrupted("serq.run: interrupted at t = %r of a horizon of %r: the partial "
+                          "report is the exception's `report`" % (report.end, report.horizon),
+                          report)
+    return report
 
 
 def read_trace(path: str):

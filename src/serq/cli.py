@@ -23,8 +23,10 @@ Exit status: 0 success (for ``serq run``: the report was printed, whatever
 the simulated system did; its findings are warnings in the report), 1 an
 error in the user's input (printed as ``FILE:LINE:COL: error: …`` with the
 source line and a caret), 2 a usage error, 3 an internal error, 4 a run
-with findings under ``--fail-on-findings``, 130 interrupted, 141 the output
-closed early.  No input, however malformed, ends in a Python traceback.
+with findings under ``--fail-on-findings``, 5 an output that could not be
+written (``serq.atomic``: the old file left as it was), 130 interrupted
+(Ctrl-C), 143 stopped by SIGTERM, 141 the output closed early.  No input,
+however malformed, ends in a Python traceback.
 
 Beyond the reference (report/admission.py): ``--admission`` prints the
 admission table (head-of-line blocking, reserve held, preemptions and their
@@ -40,9 +42,13 @@ from typing import List, Optional
 
 from . import SERQ_VERSION, __version__
 from .argtypes import nonneg_int as _nonneg_int, pos_int as _pos_int, time_value as _time
-from .errors import SerqError, UsageError
+import signal as _signal
+
+from .errors import OutputError, SerqError, UsageError
 
 EXIT_FINDINGS = 4  # `serq run --fail-on-findings`: the run has findings
+EXIT_OUTPUT = 5  # an output could not be written (the report, if any, printed first)
+_STOP = [None]  # the command's interrupt.Stop while main runs
 
 
 def _pair(text: str, flag: str):
@@ -352,32 +358,53 @@ def _cmd_run(args) -> int:
         raise UsageError("`--dump` writes every sample, which `--no-samples` does not keep")
     prog = _load(args)
     progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
-    trace_out = None
+    trace = None
     if args.trace_iterations == "-":
-        trace_out = sys.stderr
+        trace = _SideOutput(None, sys.stderr)
         progress = None
     elif args.trace_iterations:
-        try:
-            trace_out = open(args.trace_iterations, "w")
-        except OSError as e:
-            raise UsageError("cannot write %s: %s" % (args.trace_iterations, e.strerror or e))
-    tracer = None if trace_out is None else (lambda line: trace_out.write(line + "\n"))
+        from .atomic import AtomicFile
+        trace = _SideOutput(AtomicFile(args.trace_iterations), None)
+    stop = _STOP[0]
     try:
-        sim = simulate(prog, progress, args.check_invariants, tracer, args.no_samples,
-                       args.max_events, args.max_wall)
+        sim = simulate(prog, progress, args.check_invariants,
+                       None if trace is None else trace.line, args.no_samples,
+                       args.max_events, args.max_wall,
+                       on_start=None if stop is None else stop.attach)
+    except SerqError:
+        # The iterations up to the error are what one reads to find it.
+        if trace is not None:
+            failures = []
+            trace.finish(failures)
+            for e in failures:
+                sys.stderr.write("serq: %s\n" % e.render())
+        raise
+    except BaseException:
+        if trace is not None:
+            trace.discard()
+        raise
     finally:
+        if stop is not None:
+            # The run is over: a signal now is recorded, the report still printed.
+            stop.detach()
+            stop.defer = True
         if progress is not None:
             progress.close()
-        if trace_out is not None and trace_out is not sys.stderr:
-            trace_out.close()
+    if stop is not None and stop.signum == _signal.SIGTERM and sim.partial == "interrupted":
+        sim.partial = "terminated"
+    # Side outputs fail without losing the report: it is printed, then
+    # their errors, and the exit status is 5.
+    failures = []
+    if trace is not None:
+        trace.finish(failures)
     report = build_report(sim)
     if args.dump:
         from .report.dump import write_dump
         try:
             write_dump(args.dump, {o.name: o for o in sim.observations},
                        {g.name: g for g in sim.gauges})
-        except OSError as e:
-            raise UsageError("cannot write the dump to %s: %s" % (args.dump, e.strerror or e))
+        except OutputError as e:
+            failures.append(e)
     extended = None
     if sim.partial is not None:
         # A stopped run says so in the JSON too (serq's own key, last).
@@ -408,11 +435,55 @@ def _cmd_run(args) -> int:
                              "p99 is estimated (within 0.5%), and so is ci above 10240 "
                              "samples (within about 1%); see serq run --help\n")
         sys.stdout.write("\n")
-    if sim.partial == "interrupted":
-        return 130
+    if failures:
+        sys.stdout.flush()
+        for e in failures:
+            sys.stderr.write("serq: %s\n" % e.render())
+        return EXIT_OUTPUT
+    if sim.partial in ("interrupted", "terminated") or (stop is not None and stop.signum):
+        from .interrupt import exit_status
+        return exit_status(None if stop is None else stop.signum)
     # What the simulated system did (a deadlock, a livelock, ...) is a
     # finding, printed with the report; the run itself succeeded.
     return EXIT_FINDINGS if findings and args.fail_on_findings else 0
+
+
+class _SideOutput(object):
+    """``--trace-iterations``: lines written during the run, to a file
+    replaced at the end (``AtomicFile``) or to stderr.  A write that fails
+    (a full disk) stops the writing, not the run: the error is given after
+    the report, and the file is left as it was."""
+
+    def __init__(self, file, stream):
+        self.file = file
+        self.stream = stream if file is None else file.file
+        self.error = None
+
+    def line(self, text: str) -> None:
+        if self.error is None:
+            try:
+                self.stream.write(text + "\n")
+            except OSError as e:
+                self.error = e
+
+    def discard(self) -> None:
+        if self.file is not None:
+            self.file.discard()
+
+    def finish(self, failures: list) -> None:
+        if self.error is not None:
+            self.discard()
+            if self.file is None:
+                failures.append(OutputError("cannot write the iteration trace to standard "
+                                            "error: %s" % (self.error.strerror or self.error)))
+            else:
+                from .atomic import output_error
+                failures.append(output_error(self.file.path, self.error, self.file.kept))
+        elif self.file is not None:
+            try:
+                self.file.commit()
+            except OutputError as e:
+                failures.append(e)
 
 
 def _num_json(x) -> str:
@@ -451,7 +522,6 @@ def _cmd_ir(args) -> int:
 def _cmd_sweep(args) -> int:
     from .sweep.grid import parse_axis
     from .sweep.run import Sweep, run_sweep
-    from .sweep.table import write
     if args.address and args.backend != "ray":
         raise UsageError("`--address` names a Ray cluster: use it with `--backend ray`")
     if args.jobs and args.backend == "ray":
@@ -460,9 +530,20 @@ def _cmd_sweep(args) -> int:
                   defs=dict(_pair(t, "--def") for t in args.defs), seeds=args.seeds,
                   first_seed=args.seed, horizon=args.horizon, warmup=args.warmup,
                   arrivals=args.arrivals, trace=args.trace)
-    table = run_sweep(sweep, jobs=args.jobs, backend=args.backend, address=args.address,
-                      show_progress=not args.quiet and sys.stderr.isatty())
-    write(table, args.output)
+    from .sweep.run import SweepInterrupted
+
+    def note(text: str) -> None:
+        sys.stderr.write("serq sweep: %s\n" % text)
+    try:
+        run_sweep(sweep, jobs=args.jobs, backend=args.backend, address=args.address,
+                  show_progress=not args.quiet and sys.stderr.isatty(),
+                  output=args.output or "-", stop=_STOP[0], note=note)
+    except SweepInterrupted as e:
+        from .interrupt import exit_status, signal_name
+        sys.stdout.flush()
+        note("%s: %s" % ("interrupted" if e.signum == _signal.SIGINT else
+                         "stopped by %s" % signal_name(e.signum), e.summary))
+        return exit_status(e.signum)
     return 0
 
 
@@ -491,11 +572,8 @@ def _cmd_draw(args) -> int:
     from .draw import draw
     text = draw(_load(args), args.format, args.file)
     if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise UsageError("cannot write %s: %s" % (args.output, e.strerror or e))
+        from .atomic import write_text
+        write_text(args.output, text, newline=None)
     else:
         _Utf8Out(sys.stdout).write(text)
     return 0
@@ -531,29 +609,67 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command is None:
         ap.print_help(sys.stderr)
         return 2
+    from .interrupt import Stop
+    stop = Stop()
+    real = sys.stdout
+    with stop:  # SIGINT and SIGTERM caught until main returns (interrupt.py)
+        _STOP[0] = stop
+        sys.stdout = _Guarded(real)
+        try:
+            return _main(args, stop)
+        finally:
+            if isinstance(sys.stdout, _Guarded):
+                sys.stdout = real
+            _STOP[0] = None
+
+
+class _StdoutError(OutputError):
+    """Standard output could not take the output (a full device)."""
+
+
+class _Guarded(object):
+    """Standard output whose write errors (ENOSPC on ``> /dev/full``) are
+    ``_StdoutError``s: said as such, not taken for a bug; a closed pipe
+    stays ``BrokenPipeError`` (exit 141)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def _call(self, fn, *args):
+        try:
+            return fn(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise _StdoutError("cannot write to standard output: %s"
+                               % (e.strerror or e)) from None
+
+    def write(self, text):
+        return self._call(self._stream.write, text)
+
+    def flush(self):
+        return self._call(self._stream.flush)
+
+    @property
+    def buffer(self):
+        return _Guarded(self._stream.buffer)  # AttributeError where there is none
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _main(args, stop) -> int:
+    from .interrupt import exit_status, signal_name
     try:
-        if args.command == "check":
-            return _cmd_check(args)
-        if args.command == "run":
-            return _cmd_run(args)
-        if args.command == "sweep":
-            return _cmd_sweep(args)
-        if args.command == "plot":
-            from .plot.cli import command
-            return command(args)
-        if args.command == "draw":
-            return _cmd_draw(args)
-        if args.command == "fmt":
-            return _cmd_fmt(args)
-        if args.command == "trace":
-            return _cmd_trace(args)
-        if args.command == "cost":
-            from .costmodel.command import command
-            return command(args)
-        if args.command == "calibrate":
-            from .costmodel.calibrate import command as calibrate
-            return calibrate(args)
-        return _cmd_ir(args)
+        status = _dispatch(args)
+        # Written now, where a full device is an error of ours, not at exit.
+        sys.stdout.flush()
+        return status
+    except OutputError as e:
+        sys.stderr.write("serq: %s\n" % e.render())
+        if isinstance(e, _StdoutError):
+            _drop_stdout()
+        return EXIT_OUTPUT
     except UsageError as e:
         sys.stderr.write("serq: %s\n" % e.render())
         return 2
@@ -564,8 +680,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stderr.write("error: the input nests too deeply for serq to read\n")
         return 1
     except KeyboardInterrupt:
-        sys.stderr.write("serq: interrupted\n")
-        return 130
+        signum = stop.signum
+        sys.stderr.write("serq: interrupted\n" if signum in (None, _signal.SIGINT) else
+                         "serq: stopped by %s\n" % signal_name(signum))
+        return exit_status(signum)
     except BrokenPipeError:
         # The reader went away (`serq run … | head`): nothing more to say, and
         # Python must not complain about flushing stdout at exit either; the
@@ -576,9 +694,48 @@ def main(argv: Optional[List[str]] = None) -> int:
             pass
         return 141
     except Exception as e:  # a bug in serq, never the user's fault
-        sys.stderr.write("serq: internal error (%s: %s); please report it with the input that "
-                         "caused it\n" % (type(e).__name__, e))
-        return 3
+        return _internal_error(e)
+
+
+def _dispatch(args) -> int:
+    if args.command == "check":
+        return _cmd_check(args)
+    if args.command == "run":
+        return _cmd_run(args)
+    if args.command == "sweep":
+        return _cmd_sweep(args)
+    if args.command == "plot":
+        from .plot.cli import command
+        return command(args)
+    if args.command == "draw":
+        return _cmd_draw(args)
+    if args.command == "fmt":
+        return _cmd_fmt(args)
+    if args.command == "trace":
+        return _cmd_trace(args)
+    if args.command == "cost":
+        from .costmodel.command import command
+        return command(args)
+    if args.command == "calibrate":
+        from .costmodel.calibrate import command as calibrate
+        return calibrate(args)
+    return _cmd_ir(args)
+
+
+def _drop_stdout() -> None:
+    """Standard output to /dev/null: what could not be written is dropped,
+    and Python does not complain about it again at exit."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+def _internal_error(e: BaseException) -> int:
+    """A bug in serq, never the user's fault."""
+    sys.stderr.write("serq: internal error (%s: %s); please report it with the input that "
+                     "caused it\n" % (type(e).__name__, e))
+    return 3
 
 
 if __name__ == "__main__":

@@ -35,14 +35,23 @@ def parse_expression(text: str, file: str = "<override>") -> ast.Expr:
 
 def read_source(path: str) -> str:
     """A program file's text; unreadable or non-UTF-8 files are located errors."""
+    def too_big(size: str) -> SyntaxError_:
+        return SyntaxError_("the file is %s bytes, larger than any serQ program serq reads "
+                            "(%d MiB at most)" % (size, MAX_SOURCE >> 20), Span(path, 1, 1),
+                            help="is this the program file? a trace goes in `trace \"…\"`")
     try:
         size = os.path.getsize(path)
         if size > MAX_SOURCE:
-            raise SyntaxError_("the file is %d bytes, larger than any serQ program serq reads "
-                               "(%d MiB at most)" % (size, MAX_SOURCE >> 20), Span(path, 1, 1),
-                               help="is this the program file? a trace goes in `trace \"…\"`")
+            raise too_big(str(size))
         with open(path, "rb") as f:
-            data = f.read()
+            import stat
+            if stat.S_ISCHR(os.fstat(f.fileno()).st_mode) or \
+                    stat.S_ISBLK(os.fstat(f.fileno()).st_mode):
+                # /dev/zero, /dev/full: reading would never end
+                raise UsageError("cannot read %s: a device, not a program file" % path)
+            data = f.read(MAX_SOURCE + 1)  # a FIFO has no size to check first
+        if len(data) > MAX_SOURCE:
+            raise too_big("over %d" % MAX_SOURCE)
     except OSError as e:
         raise UsageError("cannot read %s: %s" % (path, e.strerror or e)) from None
     try:

@@ -94,6 +94,13 @@ class UsageError(SerqError):
     """A command-line or API argument is wrong."""
 
 
+class OutputError(SerqError):
+    """An output could not be written (a full disk, a folder that is not
+    there or not writable, a target that is a folder, standard output on a
+    full device).  A file serq would have replaced is left as it was
+    (``serq.atomic``).  The command line exits 5 for it."""
+
+
 class SerqWarning(SerqError):
     """A hazard in a program that serQ 0.1.3 compiles and runs as written: a
     name shadowed, an option given twice, a setting that does nothing.  It is

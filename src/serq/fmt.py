@@ -497,11 +497,17 @@ def fmt_command(paths: List[str], check: bool, diff: bool, stdout: bool, out, er
         elif stdout or path == "-":
             out.write(new)
         elif new != text:
+            import os
+            import stat
+            from .atomic import write_text
             try:
-                with open(path, "w", encoding="utf-8", newline="") as f:
-                    f.write(new)
-            except OSError as e:
-                raise UsageError("cannot write %s: %s" % (path, e.strerror or e))
+                regular = stat.S_ISREG(os.stat(path).st_mode)
+            except OSError:
+                regular = False
+            if not regular:
+                raise UsageError("cannot rewrite %s in place: not a regular file (print the "
+                                 "formatted program with `serq fmt --stdout`)" % path)
+            write_text(path, new)  # whole or not at all: the program is never cut short
     if check:
         for path in changed:
             out.write("would reformat %s\n" % path)

@@ -4,7 +4,7 @@ import os
 import sys
 
 from ..argtypes import number as _number, pos_int as _positive_int
-from ..errors import SerqError, UsageError
+from ..errors import UsageError
 
 DTYPES = ("bf16", "fp8")
 
@@ -100,8 +100,7 @@ def library_name(args, d) -> str:
 
 
 def write_file(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        raise SerqError("cannot write %s: %s" % (path, e.strerror or e))
+    """Replace ``path`` with ``text`` (atomic.py: the old file stays if the
+    write fails)."""
+    from ..atomic import write_text
+    write_text(path, text, newline=None)

@@ -9,6 +9,7 @@ self-contained page, every figure embedded as a PNG data URI).
 """
 import math
 import os
+import sys
 import tempfile
 
 from ..errors import UsageError
@@ -93,9 +94,14 @@ def command(args) -> int:
             raise UsageError("--observe and --gantt-from draw one run: use them with --run")
         from .sweep import sweep_figures
         from ..sweep.table import read
-        figures = sweep_figures(read(args.table), args.x, args.metric, args.log_y)
+        table = read(args.table)
+        figures = sweep_figures(table, args.x, args.metric, args.log_y)
         title = "serq sweep: %s" % os.path.basename(args.table)
         notes, report = [], None
+        if table.incomplete:
+            # An interrupted sweep's table: said in the page and on stderr.
+            notes.append("%s is %s" % (os.path.basename(args.table), table.incomplete))
+            sys.stderr.write("serq plot: warning: %s is %s\n" % (args.table, table.incomplete))
     else:
         if args.x or args.metric or args.log_y:
             raise UsageError("--x, --metric and --log-y draw a sweep's table")

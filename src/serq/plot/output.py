@@ -5,7 +5,6 @@ import html
 import io
 from typing import List, Optional, Sequence
 
-from ..errors import UsageError
 from .figure import Section, pyplot
 
 DPI = 110
@@ -18,11 +17,8 @@ def _png_bytes(fig) -> bytes:
 
 
 def _save(path: str, data: bytes) -> None:
-    try:
-        with open(path, "wb") as f:
-            f.write(data)
-    except OSError as e:
-        raise UsageError("cannot write %s: %s" % (path, e.strerror or e)) from None
+    from ..atomic import write_bytes
+    write_bytes(path, data)
 
 
 def write_png(sections: Sequence[Section], path: str) -> None:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from ..errors import UsageError
+from ..errors import OutputError, UsageError
 
 SERIES_PREFIX = "serq."
 ITERATIONS_FILE = "iterations.txt"
@@ -115,16 +115,19 @@ def run_and_dump(path: str, directory: str, sets, defs, **settings) -> RunData:
     else:
         prog = compile_program(path, sets=sets, defs=defs, **settings)
     prog.gauges = list(prog.gauges) + series_gauges(prog)
+    from ..atomic import replacing
     try:
         os.makedirs(directory, exist_ok=True)
-        trace_file = os.path.join(directory, ITERATIONS_FILE)
-        with open(trace_file, "w") as out:
-            sim = simulate(prog, trace_iterations=lambda line: out.write(line + "\n"))
-        write_dump(directory, {o.name: o for o in sim.observations},
-                   {g.name: g for g in sim.gauges})
     except OSError as e:
-        raise UsageError("cannot write the run's series to %s: %s"
-                         % (directory, e.strerror or e)) from None
+        raise OutputError("cannot write the run's series to %s: %s"
+                          % (directory, e.strerror or e)) from None
+    trace_file = os.path.join(directory, ITERATIONS_FILE)
+    with replacing(trace_file) as out:
+        sim = simulate(prog, trace_iterations=lambda line: out.write(line + "\n"))
+        if sim.partial is not None:  # Ctrl-C stopped the run: no figures of half a run
+            raise KeyboardInterrupt()
+    write_dump(directory, {o.name: o for o in sim.observations},
+               {g.name: g for g in sim.gauges})
     report = build_report(sim)
     # The report as `serq run` prints it: without the gauges added here.
     report.gauges = {k: v for k, v in report.gauges.items() if not k.startswith(SERIES_PREFIX)}

@@ -44,7 +44,8 @@ def _cell(x) -> str:
 
 
 def _write(path: str, header: str, rows: Iterable) -> None:
-    with open(path, "w", newline="") as f:
+    from ..atomic import replacing
+    with replacing(path, "w", newline="") as f:
         f.write(header + "\n")
         for row in rows:
             f.write(",".join(_cell(x) for x in row) + "\n")
@@ -53,19 +54,28 @@ def _write(path: str, header: str, rows: Iterable) -> None:
 def write_dump(directory: str, observes: Mapping[str, ObserveSeries],
                gauges: Mapping[str, GaugeSeries]) -> List[str]:
     """Write the CSV files (creating the directories); returns their paths.
-    ``OSError`` propagates (the CLI reports an unwritable output)."""
-    os.makedirs(directory, exist_ok=True)
-    written = []
-    for name, s in observes.items():
-        path = os.path.join(directory, name + ".csv")
-        _write(path, "time,session,turn,value",
-               zip(s.times, s.sessions, s.turns, s.values))
-        written.append(path)
-    if gauges:
-        gdir = os.path.join(directory, "gauge")
-        os.makedirs(gdir, exist_ok=True)
-        for name, g in gauges.items():
-            path = os.path.join(gdir, name + ".csv")
-            _write(path, "time,value", zip(g.times, g.values))
+    Each file is replaced whole (``serq.atomic``); a failure raises
+    ``OutputError`` naming the file, the files before it written, it and
+    the ones after it left as they were."""
+    from ..errors import OutputError
+    written: List[str] = []
+    jobs = [(os.path.join(directory, name + ".csv"), "time,session,turn,value",
+             zip(s.times, s.sessions, s.turns, s.values)) for name, s in observes.items()]
+    gdir = os.path.join(directory, "gauge")
+    jobs += [(os.path.join(gdir, name + ".csv"), "time,value", zip(g.times, g.values))
+             for name, g in gauges.items()]
+    for folder in [directory] + ([gdir] if gauges else []):
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as e:
+            raise OutputError("cannot write the dump to %s: %s" % (folder, e.strerror or e))
+    try:
+        for path, header, rows in jobs:
+            _write(path, header, rows)
             written.append(path)
+    except OutputError as e:
+        left = len(jobs) - len(written) - 1
+        if left > 0:
+            e.notes.append("the dump's %d file(s) after it were not written" % left)
+        raise
     return written

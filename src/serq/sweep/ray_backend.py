@@ -20,10 +20,13 @@ def _ray():
     return ray
 
 
-def run_ray(tasks: Sequence, address: Optional[str], advance: Callable[[], None],
-            run_task: Callable) -> List:
+def run_ray(tasks: Sequence, address: Optional[str], advance: Callable[[object], None],
+            run_task: Callable, stop=None) -> List:
     """Each task is ``run_task(task)`` on the cluster (sweep/run.py passes
-    its own, so this module need not import it)."""
+    its own, so this module need not import it); ``advance(result)`` is
+    called as each finishes.  A signal (``stop``, an ``interrupt.Stop``)
+    cancels the tasks not finished and raises ``interrupt.WorkStopped``
+    with the finished results."""
     ray = _ray()
     try:
         kw = {} if address else {"include_dashboard": False}
@@ -35,12 +38,25 @@ def run_ray(tasks: Sequence, address: Optional[str], advance: Callable[[], None]
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(run_task)
         pending = [remote.remote(t) for t in tasks]
-        out = []
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1)
-            out.extend(ray.get(done))
-            for _ in done:
-                advance()
+        out: List = []
+        try:
+            while pending:
+                if stop is not None and stop.signum is not None:
+                    break
+                done, pending = ray.wait(pending, num_returns=1, timeout=0.2)
+                for r in ray.get(done):
+                    out.append(r)
+                    advance(r)
+        except KeyboardInterrupt:  # a second signal
+            pass
+        if pending:
+            for ref in pending:
+                try:
+                    ray.cancel(ref, force=True)
+                except Exception:  # already finished, or gone with the cluster
+                    pass
+            from ..interrupt import WorkStopped
+            raise WorkStopped(out, "interrupted")
         return out
     finally:
         ray.shutdown()

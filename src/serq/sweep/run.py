@@ -14,14 +14,16 @@ program's own ``run { seed … }`` is not used.
 """
 import copy
 import os
+import signal
 import sys
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import RunError, SerqError, UsageError
+from ..interrupt import Interrupted, WorkStopped as Stopped
 from .grid import Axis, check_axes, points
-from .table import COLUMNS, Table, aggregate
+from .table import COLUMNS, Table, aggregate, write
 
 
 @dataclass
@@ -91,11 +93,14 @@ def compile_points(sweep: Sweep) -> List:
 # ------------------------------------------------------------------ tasks
 
 Task = Tuple[int, int, object]  # (point index, seed, IR program)
-Result = Tuple[int, int, object]  # (point index, seed, metrics list or error text)
+# (point index, seed, metrics list, or error text, or None: the run was stopped)
+Result = Tuple[int, int, object]
 
 
-def run_task(task: Task) -> Result:
-    """Simulate one point at one seed (in whichever process runs it)."""
+def run_task(task: Task, on_start: Optional[Callable] = None) -> Result:
+    """Simulate one point at one seed (in whichever process runs it).  A
+    run stopped early (Ctrl-C, SIGTERM: ``on_start`` attaches it to the
+    sweep's ``interrupt.Stop``) gives None: it is never tabulated."""
     from ..report.build import build_report
     from ..runner import simulate
     from .metrics import run_metrics
@@ -103,7 +108,9 @@ def run_task(task: Task) -> Result:
     prog = copy.copy(prog)
     prog.seed = seed
     try:
-        sim = simulate(prog)
+        sim = simulate(prog, on_start=on_start)
+        if sim.partial is not None:
+            return i, seed, None
         return i, seed, run_metrics(sim, build_report(sim))
     except SerqError as e:
         return i, seed, e.render()
@@ -114,36 +121,121 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def run_local(tasks: Sequence[Task], jobs: int, advance: Callable[[], None]) -> List[Result]:
-    """Run the tasks here (``jobs == 1``) or in ``jobs`` processes."""
-    if jobs == 1 or len(tasks) == 1:
-        out = []
+def run_here(tasks: Sequence[Task], stop, done: Callable[[Result], None]) -> List[Result]:
+    """The tasks one after the other in this process; a signal stops the
+    run it lands in (that run is dropped) and launches no other."""
+    out: List[Result] = []
+    try:
         for t in tasks:
-            out.append(run_task(t))
-            advance()
-        return out
+            if stop.signum is not None:
+                break
+            try:
+                r = run_task(t, stop.attach)
+            finally:
+                stop.detach()
+            if r[2] is None:  # stopped by the signal: dropped
+                break
+            out.append(r)
+            done(r)
+    except KeyboardInterrupt:  # a second signal
+        pass
+    if len(out) < len(tasks):
+        raise Stopped(out, "interrupted")
+    return out
+
+
+def _workers(ex) -> List:
+    return list((getattr(ex, "_processes", None) or {}).values())
+
+
+def _stop_workers(ex, workers: List) -> None:
+    """End the pool now, its running tasks dropped: SIGTERM, then SIGKILL
+    to a worker still there after 5 s; every worker is waited for."""
+    import time
+    ex.shutdown(wait=False, cancel_futures=True)
+    for w in workers:
+        try:
+            w.terminate()
+        except (OSError, ValueError, AttributeError):
+            pass
+    deadline = time.monotonic() + 5.0
+    for w in workers:
+        try:
+            w.join(max(0.0, deadline - time.monotonic()))
+            if w.is_alive():
+                w.kill()
+                w.join(5.0)
+        except (OSError, ValueError, AttributeError, AssertionError):
+            pass
+
+
+def _stop_helpers() -> None:
+    """The fork server and the resource tracker end with this process
+    anyway (their pipes close); stopped and waited for now, so that nothing
+    of the sweep outlives it, not even as a zombie for init to reap."""
+    from multiprocessing import forkserver, resource_tracker
+    for helper in (getattr(forkserver, "_forkserver", None),
+                   getattr(resource_tracker, "_resource_tracker", None)):
+        stop = getattr(helper, "_stop", None)
+        if stop is not None:
+            try:
+                stop()
+            except Exception:  # a private API: at worst it ends with this process
+                pass
+
+
+def run_pool(tasks: Sequence[Task], jobs: int, stop, done: Callable[[Result], None]) -> List[Result]:
+    """The tasks in ``jobs`` worker processes, at most ``2 * jobs`` handed
+    out at once.  A signal stops the launching and ends the workers (their
+    runs dropped); the finished results are kept."""
     import multiprocessing
+    from concurrent.futures.process import BrokenProcessPool
     # Not fork: the progress bar's thread is running (forking a process with
     # threads can deadlock the child); a fork server starts clean.
     methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    method = "forkserver" if "forkserver" in methods else "spawn"
+    ctx = multiprocessing.get_context(method)
     ex = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
                              initializer=_ignore_sigint)
-    out = []
+    out: List[Result] = []
+    reason = None
+    queue = list(reversed(tasks))
+    pending: set = set()
     try:
-        pending = {ex.submit(run_task, t) for t in tasks}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done:
-                out.append(f.result())
-                advance()
+        while queue or pending:
+            while queue and len(pending) < 2 * jobs and stop.signum is None:
+                pending.add(ex.submit(run_task, queue.pop()))
+            if stop.signum is not None:
+                reason = "interrupted"
+                break
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for f in finished:
+                r = f.result()
+                out.append(r)
+                done(r)
+    except KeyboardInterrupt:  # a second signal
+        reason = "interrupted"
+    except BrokenProcessPool:
+        # A worker died: killed by the same signal as this process (its
+        # handler may not have run yet), or by something else (the OOM killer).
+        import time
+        time.sleep(0.2)
+        reason = "interrupted" if stop.signum is not None else \
+            "a worker process died (killed by a signal, or out of memory)"
     except BaseException:
-        # Ctrl-C (or a bug): stop the workers now rather than after their runs.
-        workers = list((getattr(ex, "_processes", None) or {}).values())
-        ex.shutdown(wait=False, cancel_futures=True)
-        for w in workers:
-            w.terminate()
+        _stop_workers(ex, _workers(ex))
         raise
+    finally:
+        if reason is not None:
+            # Results that came in while stopping are kept too.
+            for f in pending:
+                if f.done() and not f.cancelled() and f.exception() is None:
+                    out.append(f.result())
+                    done(f.result())
+            _stop_workers(ex, _workers(ex))
+            _stop_helpers()
+    if reason is not None:
+        raise Stopped(out, reason)
     ex.shutdown()
     return out
 
@@ -172,28 +264,162 @@ class Progress(object):
             self.bar.stop()
 
 
+class SweepInterrupted(Interrupted):
+    """``run_sweep`` stopped by Ctrl-C or SIGTERM before its last run.
+    ``table``: the points whose every seed finished (marked incomplete:
+    ``table.incomplete``); ``points``, ``total_points``, ``runs``,
+    ``total_runs``: what finished of what was asked; ``signum``: the
+    signal; ``output``: where the table was written, or None."""
+
+    def __init__(self, table: Table, points: int, total_points: int, runs: int,
+                 total_runs: int, reason: str, signum: int, output: Optional[str]):
+        super().__init__("serq sweep: %s after %d of %d points (%d of %d runs)"
+                         % (reason, points, total_points, runs, total_runs), None, signum)
+        self.output = output
+        self.summary = ""  # what was written where, and how to resume
+        self.table = table
+        self.points = points
+        self.total_points = total_points
+        self.runs = runs
+        self.total_runs = total_runs
+        self.reason = reason
+
+
 def run_sweep(sweep: Sweep, jobs: Optional[int] = None, backend: str = "local",
-              address: Optional[str] = None, show_progress: bool = False) -> Table:
-    """Compile the grid, run every (point, seed) and build the table."""
+              address: Optional[str] = None, show_progress: bool = False,
+              output: Optional[str] = None, stop=None, note: Callable[[str], None] = None
+              ) -> Table:
+    """Compile the grid, run every (point, seed) and build the table.
+
+    With ``output`` (the table's file, or ``-`` for standard output), the
+    table is written there (``table.write``).  To a file, finished runs are
+    also kept in ``output + ".runs"`` as they finish, runs found there are
+    not run again (``journal.py``), and the journal is removed once the
+    whole table is written.
+
+    Ctrl-C or SIGTERM (``stop``, an ``interrupt.Stop``; one is made if None)
+    stops the launching and the running runs, which are dropped; the points
+    whose every seed finished are written to ``output`` marked incomplete,
+    and ``SweepInterrupted`` is raised.  A worker process that dies does the
+    same, with a ``RunError``.  ``note(text)`` receives what the user should
+    know (resuming, the journal kept)."""
+    from ..interrupt import Stop
+    own = stop is None
+    if own:
+        stop = Stop()
+        stop.__enter__()
+    try:
+        return _run_sweep(sweep, jobs, backend, address, show_progress, output, stop,
+                          note or (lambda text: None))
+    finally:
+        if own:
+            stop.__exit__(None, None, None)
+
+
+def _run_sweep(sweep, jobs, backend, address, show_progress, output, stop, note) -> Table:
+    from .journal import Journal, run_keys
+    defer = stop.defer
     progs = compile_points(sweep)
     seeds = sweep.seed_list()
+    pts = points(sweep.axes)  # [()] without axes
     tasks = [(i, s, p) for i, p in enumerate(progs) for s in seeds]
+    to_file = output not in (None, "-")
+    keys = run_keys(progs, seeds) if to_file else {}
+    journal = Journal(output) if to_file else None
+    by_key: Dict[Tuple[int, int], object] = {}
+    if journal is not None:
+        kept = journal.load()
+        for i, s, _p in tasks:
+            if keys[(i, s)] in kept:
+                by_key[(i, s)] = kept[keys[(i, s)]]
+        if by_key:
+            note("resuming: %d of %d runs were finished before (kept in %s)"
+                 % (len(by_key), len(tasks), journal.path))
+        if journal.skipped:
+            note("%s: %d line(s) could not be read (a run cut short by a kill): run again"
+                 % (journal.path, journal.skipped))
+    todo = [t for t in tasks if (t[0], t[1]) not in by_key]
+
+    def done(r: Result) -> None:
+        i, seed, value = r
+        by_key[(i, seed)] = value
+        if journal is not None and isinstance(value, list):
+            journal.add(keys[(i, seed)], pts[i], seed, value)
+
     bar = Progress(len(tasks), show_progress)
+    for _ in range(len(tasks) - len(todo)):
+        bar.advance()
+
+    def advance(r: Result) -> None:
+        done(r)
+        bar.advance()
+
+    stopped = None
+    stop.defer = True  # from here a signal stops the runs, not the bookkeeping
     try:
-        if backend == "ray":
+        if not todo:
+            pass
+        elif backend == "ray":
             from .ray_backend import run_ray
-            results = run_ray(tasks, address, bar.advance, run_task)
+            run_ray(todo, address, advance, run_task, stop)
         elif backend == "local":
-            results = run_local(tasks, jobs or os.cpu_count() or 1, bar.advance)
+            jobs = jobs or os.cpu_count() or 1
+            if jobs == 1 or len(todo) == 1:
+                run_here(todo, stop, advance)
+            else:
+                run_pool(todo, jobs, stop, advance)
         else:
             raise UsageError("unknown backend `%s`: local or ray" % backend)
+    except Stopped as e:
+        stopped = e
     finally:
         bar.close()
-    by_key = {}
-    pts = points(sweep.axes)  # [()] without axes
-    for i, seed, value in sorted(results, key=lambda r: (r[0], r[1])):
+        if journal is not None:
+            journal.close()
+        stop.defer = defer
+    for i, seed in sorted(by_key):
+        value = by_key[(i, seed)]
         if isinstance(value, str):
-            raise RunError("the run at %s, seed %d, failed:\n%s"
+            if stopped is not None:
+                break  # the stop is said first; the failed run is run again on resuming
+            err = RunError("the run at %s, seed %d, failed:\n%s"
                            % (_describe(sweep.axes, pts[i]), seed, value))
-        by_key[(i, seed)] = value
-    return aggregate([ax.name for ax in sweep.axes], pts, by_key, seeds)
+            if journal is not None and journal.entries and journal.error is None:
+                err.notes.append("the %d runs that finished are kept in %s: a rerun with the "
+                                 "same output takes them" % (len(journal.entries), journal.path))
+            raise err
+    if stopped is not None:
+        finished = [i for i in range(len(pts))
+                    if all(isinstance(by_key.get((i, s)), list) for s in seeds)]
+        runs = sum(1 for v in by_key.values() if isinstance(v, list))
+        table = aggregate([ax.name for ax in sweep.axes], [pts[i] for i in finished],
+                          {(j, s): by_key[(i, s)] for j, i in enumerate(finished)
+                           for s in seeds}, seeds)
+        table.incomplete = ("incomplete: %d of %d points (%d of %d runs) finished; the sweep "
+                            "was %s" % (len(finished), len(pts), runs, len(tasks),
+                                        stopped.reason))
+        if journal is not None and journal.error is not None:
+            note("the finished runs could not all be kept: %s" % journal.error.message)
+        if output is not None:
+            write(table, output)
+        where = "" if output in (None, "-") else " in %s" % output
+        resume = (" (kept in %s): run the same command again to resume"
+                  % journal.path) if journal is not None else \
+            " (with `-o FILE` a rerun resumes instead)"
+        summary = ("%d of %d points (%d of %d runs) finished%s, marked incomplete; the other "
+                   "runs were not run or were stopped%s" % (len(finished), len(pts), runs,
+                                                             len(tasks), where, resume))
+        if stopped.reason != "interrupted":
+            raise RunError("serq sweep: %s; %s" % (stopped.reason, summary))
+        err = SweepInterrupted(table, len(finished), len(pts), runs, len(tasks), stopped.reason,
+                               stop.signum or signal.SIGINT, output)
+        err.summary = summary
+        raise err
+    table = aggregate([ax.name for ax in sweep.axes], pts, by_key, seeds)
+    if output is not None:
+        write(table, output)
+        if journal is not None:
+            left = journal.finish(list(keys.values()))
+            if left:
+                note(left)
+    return table

@@ -46,6 +46,10 @@ class Row:
 class Table:
     params: List[str]
     rows: List[Row]
+    #: None for a complete table, else what is missing ("incomplete: 3 of
+    #: 8 points ..."): written as a first line ``# incomplete: ...`` in CSV,
+    #: as the schema's ``serq.incomplete`` metadata in Parquet
+    incomplete: Optional[str] = None
 
 
 def summarize(values: Sequence[float]) -> Tuple[Optional[float], Optional[float],
@@ -103,7 +107,11 @@ def cell(v) -> str:
 
 
 def to_csv(table: Table) -> str:
+    """The table as CSV; an incomplete one starts with a line ``# incomplete:
+    ...`` (``read`` skips it and keeps it; pandas: ``comment="#"``)."""
     buf = io.StringIO()
+    if table.incomplete:
+        buf.write("# %s\n" % " ".join(table.incomplete.split()))
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(list(table.params) + list(COLUMNS))
     for r in table.rows:
@@ -142,16 +150,14 @@ def write(table: Table, path: Optional[str]) -> None:
         for key in ("mean", "ci_low", "ci_high"):
             cols[key] = pa.array([getattr(r, key) for r in table.rows], type=pa.float64())
         cols["n_seeds"] = pa.array([r.n_seeds for r in table.rows], type=pa.int64())
-        try:
-            pa.parquet.write_table(pa.table(cols), path)
-        except OSError as e:
-            raise UsageError("cannot write %s: %s" % (path, e.strerror or e)) from None
+        data = pa.table(cols)
+        if table.incomplete:
+            data = data.replace_schema_metadata({"serq.incomplete": table.incomplete})
+        from ..atomic import write_with
+        write_with(path, lambda f: pa.parquet.write_table(data, f))
         return
-    try:
-        with open(path, "w", newline="") as f:
-            f.write(to_csv(table))
-    except OSError as e:
-        raise UsageError("cannot write %s: %s" % (path, e.strerror or e)) from None
+    from ..atomic import write_text
+    write_text(path, to_csv(table))
 
 
 def _float(text: str) -> Optional[float]:
@@ -159,7 +165,10 @@ def _float(text: str) -> Optional[float]:
 
 
 def read(path: str) -> Table:
-    """A table written by :func:`write` (CSV or Parquet)."""
+    """A table written by :func:`write` (CSV or Parquet); an incomplete
+    one keeps its mark (``Table.incomplete``)."""
+    incomplete: Optional[str] = None
+    first = 0  # CSV: the comment lines before the header
     if path.endswith(".parquet"):
         pa = _pyarrow()
         try:
@@ -167,6 +176,9 @@ def read(path: str) -> Table:
         except (OSError, pa.ArrowException) as e:
             raise UsageError("cannot read %s: %s" % (path, e)) from None
         names = t.column_names
+        meta = t.schema.metadata or {}
+        mark = meta.get(b"serq.incomplete")
+        incomplete = None if mark is None else mark.decode("utf-8", "replace")
         data = t.to_pydict()
         header = names
         raw = [[data[c][i] for c in names] for i in range(t.num_rows)]
@@ -180,6 +192,12 @@ def read(path: str) -> Table:
             raise UsageError("cannot read %s: %s" % (path, e.strerror or e)) from None
         except (UnicodeDecodeError, csv.Error) as e:
             raise UsageError("%s is not a sweep table (CSV): %s" % (path, e)) from None
+        while first < len(lines) and lines[first] and lines[first][0].startswith("#"):
+            text = ",".join(lines[first]).lstrip("#").strip()
+            if text.startswith("incomplete"):
+                incomplete = text
+            first += 1
+        lines = lines[first:]
         if not lines:
             raise UsageError("%s is empty, not a sweep table" % path)
         header, raw = lines[0], lines[1:]
@@ -188,7 +206,7 @@ def read(path: str) -> Table:
                          "`serq sweep`)" % (path, ", ".join(COLUMNS)))
     k = len(header) - len(COLUMNS)
     rows = []
-    for lineno, cells in enumerate(raw, 2):
+    for lineno, cells in enumerate(raw, 2 + first):
         if len(cells) != len(header):
             raise UsageError("%s:%d: %d cells, the header has %d" % (path, lineno, len(cells),
                                                                    len(header)))
@@ -198,7 +216,7 @@ def read(path: str) -> Table:
                             _float(cells[k + 3]), int(cells[k + 4])))
         except ValueError as e:
             raise UsageError("%s:%d: %s" % (path, lineno, e)) from None
-    return Table(list(header[:k]), rows)
+    return Table(list(header[:k]), rows, incomplete)
 
 
 def _looks_numeric(text: str) -> bool:

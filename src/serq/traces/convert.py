@@ -180,11 +180,8 @@ def convert_file(path: str, output: Optional[str], o: Options, stdout: TextIO) -
     import io
     buf = io.StringIO()
     summary = convert(path, buf, o)
-    try:
-        with open(output, "w", newline="") as f:
-            f.write(buf.getvalue())
-    except OSError as e:
-        raise UsageError("cannot write %s: %s" % (output, e.strerror or e)) from None
+    from ..atomic import write_text
+    write_text(output, buf.getvalue())
     return summary
 
 
