@@ -227,6 +227,17 @@ def test_a_line_break_inside_a_statement_is_kept_and_aligned():
                    "}\n")
 
 
+def test_a_number_glued_to_a_word_stays_glued():
+    # `50A` is an error that names the unit; written `50 A` it would be
+    # another error (found by test_mutated_programs_format_safely)
+    text = "session { run gpu (prompt / 50A); }\n"
+    assert format_source(text) == text
+    assert format_source("let a = 10 ms;\n") == "let a = 10 ms;\n"
+    with pytest.raises(SerqError) as before:
+        compile_program(source=text)
+    assert "a number carries no unit" in before.value.message
+
+
 def test_tokens_that_would_merge_keep_a_space():
     # `!` `=` and `<` `=` are two tokens each here: joining them would make one
     out = format_source("let a = ! = b < = c; let d = 2 .kv;")

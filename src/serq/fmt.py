@@ -47,7 +47,7 @@ from typing import List, Optional, Set, Tuple
 from . import library
 from .errors import SyntaxError_
 from .link.scope import AGGREGATES, DISTRIBUTIONS, FUNCTIONS
-from .syntax.lexer import EOF, IDENT, PUNCT, STRING, tokenize
+from .syntax.lexer import EOF, IDENT, NUMBER, PUNCT, STRING, tokenize
 
 INDENT = "  "
 CONTINUATION = 4
@@ -72,13 +72,14 @@ _OPERATORS = frozenset(("+", "-", "*", "/", "^", "<", ">", "<=", ">=", "==", "!=
 
 
 class _Tok(object):
-    __slots__ = ("kind", "text", "raw", "nl_before")
+    __slots__ = ("kind", "text", "raw", "nl_before", "glued")
 
-    def __init__(self, kind: str, text: str, raw: str, nl_before: int):
+    def __init__(self, kind: str, text: str, raw: str, nl_before: int, glued: bool = False):
         self.kind = kind      # a lexer kind, or "comment"
         self.text = text
         self.raw = raw        # the text as written (a string with its quotes)
         self.nl_before = nl_before  # newlines between the previous item and this one
+        self.glued = glued    # written directly after the previous item, no gap
 
     def is_p(self, text: str) -> bool:
         return self.kind == PUNCT and self.text == text
@@ -135,7 +136,7 @@ def _items(text: str, file: str) -> List[_Tok]:
             out.append(_Tok("comment", c, c, nl))
         nl_tok = gaps[-1][0]
         raw = text[off:off + len(t.text) + 2] if t.kind == STRING else t.text
-        out.append(_Tok(t.kind, t.text, raw, nl_tok))
+        out.append(_Tok(t.kind, t.text, raw, nl_tok, off == pos and pos > 0))
         pos = off + len(raw)
     return out
 
@@ -335,6 +336,9 @@ class _Writer(object):
 
     def wants_space(self, a: _Tok, b: _Tok) -> bool:
         if a is None:
+            return False
+        if a.kind == NUMBER and b.kind == IDENT and b.glued:
+            # `10ms`, an error kept as written (its message names the unit)
             return False
         if b.kind == PUNCT and b.text in (")", "]", ",", ";", "."):
             return False
