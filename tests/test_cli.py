@@ -1,5 +1,6 @@
 """The command line: what a user types and what they see."""
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -172,3 +173,111 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     os.close(w)
     assert "Traceback" not in p.stderr and "internal error" not in p.stderr, p.stderr
     assert p.returncode == 141
+
+
+# ------------------------------------------------ help, usage, small errors (issue 18)
+
+def _all_parsers():
+    import argparse
+    from serq import cli
+    out = []
+
+    def walk(p, name):
+        out.append((name, p))
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for n, sp in a.choices.items():
+                    walk(sp, name + " " + n)
+    walk(cli._parser([]), "serq")
+    return out
+
+
+def test_every_option_of_every_command_has_help():
+    import argparse
+    missing = [(name, a.option_strings or a.dest) for name, p in _all_parsers()
+               for a in p._actions
+               if a.help is None and not isinstance(a, argparse._SubParsersAction)]
+    assert missing == []
+    names = [name for name, _ in _all_parsers()]
+    assert "serq run" in names and "serq trace convert" in names
+
+
+def test_help_texts_print_single_percent_signs():
+    for name, p in _all_parsers():
+        text = p.format_help()
+        assert "%%" not in text, name
+    r = serq("sweep", "--help")
+    assert r.returncode == 0 and "(95% Student-t over the seeds)" in " ".join(r.stdout.split())
+    r = serq("run", "--help")
+    for flag, words in (("--seed N", "the random seed"), ("--horizon T", "simulated seconds"),
+                        ("--warmup T", "simulated seconds left out"),
+                        ("--arrivals N", "stop the arrivals"), ("--trace FILE", "replay this")):
+        # the option's line in the list, its help beside it
+        assert re.search(r"^  %s +%s" % (re.escape(flag), words), r.stdout, re.M), flag
+
+
+@pytest.mark.parametrize("argv,usage", [
+    (["run", str(EXAMPLE), "--bogus"], "usage: serq run "),
+    (["sweep", str(EXAMPLE), "--set", "rate=1", "--bogus"], "usage: serq sweep "),
+    (["check", str(EXAMPLE), "--seed", "3"], "usage: serq check "),
+    (["trace", "convert", "x.json", "--format", "azure", "--bogus"], "usage: serq trace convert "),
+    (["--bogus"], "usage: serq [-h]"),
+])
+def test_an_unknown_option_prints_the_command_s_usage(argv, usage):
+    r = serq(*argv)
+    assert r.returncode == 2
+    assert r.stderr.startswith(usage), r.stderr
+    assert "unrecognized arguments: " in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_bad_set_value_shows_the_set_text_not_the_program(tmp_path):
+    p = tmp_path / "p.sq"
+    p.write_text("// a comment on line 1\nlet rate = 1;\nstage s : fifo;\n"
+                 "workload { arrive poisson(rate); }\nsession { run s (1); }\n"
+                 "run { horizon 10; }\n")
+    r = serq("check", p, "--set", "rate=2 * abc")
+    assert r.returncode == 1
+    lines = r.stderr.splitlines()
+    assert lines[0] == "--set rate:1:5: error: `let rate`: `abc` is not a constant"
+    assert lines[1:3] == ["1 | 2 * abc", "  |     ^^^"]
+    assert "a comment" not in r.stderr
+
+
+@pytest.mark.parametrize("text,where,fix", [
+    ("stage s : step { budget 10; cost 10ms; }\n", "1:36", "write `0.01` for 10 ms"),
+    ("stage s : fifo;\nsession { run s (2min); }\n", "2:19", "write `120` for 2 min"),
+    ("run { horizon 100s; }\n", "1:18", "write `100` for 100 s"),
+    ("pool kv { cap 4k; }\n", "1:16", "write the number alone"),
+])
+def test_a_number_with_a_unit_says_numbers_carry_none(tmp_path, text, where, fix):
+    p = tmp_path / "u.sq"
+    p.write_text(text + "run { horizon 1; }\n")
+    r = serq("check", p)
+    assert r.returncode == 1
+    first = r.stderr.splitlines()[0]
+    assert first.startswith("%s:%s: error: " % (p, where)) and "a number carries no unit" in first
+    assert "help: " in r.stderr and fix in r.stderr
+    assert "times are in seconds" in r.stderr
+
+
+def test_a_number_then_a_spaced_word_keeps_the_plain_error(tmp_path):
+    p = tmp_path / "u.sq"
+    p.write_text("let a = 10 ms;\nrun { horizon 1; }\n")
+    r = serq("check", p)
+    assert r.returncode == 1 and "expected `;`, found `ms`" in r.stderr
+    assert "unit" not in r.stderr
+
+
+def test_a_horizon_below_the_warmup_suggests_warmup(tmp_path):
+    p = tmp_path / "p.sq"
+    p.write_text("stage s : fifo;\nworkload { arrive poisson(1); }\nsession { run s (0.5); }\n"
+                 "run { horizon 100; warmup 10; }\n")
+    r = serq("run", p, "--horizon", "5")
+    assert r.returncode == 1
+    assert "need 0 <= warmup < horizon" in r.stderr
+    assert "help: the horizon 5 (`--horizon`) is not past the program's warm-up 10: add " \
+           "`--warmup T` with T below 5, such as `--warmup 0.5`" in r.stderr
+    r = serq("run", p, "--warmup", "200")
+    assert r.returncode == 1 and "lower `--warmup` or raise `--horizon`" in r.stderr
+    r = serq("run", p, "--horizon", "5", "--warmup", "0.5", "--json", "--quiet")
+    assert r.returncode == 0, r.stderr

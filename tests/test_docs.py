@@ -153,6 +153,26 @@ def test_the_pages_exist_and_the_readme_links_each():
         assert "docs/%s" % page in index, "README does not link docs/%s" % page
 
 
+def test_the_readme_opens_with_an_example_command_and_the_ci_test_command():
+    # the README's first two commands: install and run an example; install
+    # what the tests need and run them, the very line .ci/run runs
+    readme = (ROOT / "README.md").read_text()
+    commands = [line[4:] for line in readme.splitlines() if line.startswith("    ")][:2]
+    assert commands[0] == "pip install -e . && serq run examples/vllm_single_turn.sq"
+    assert commands[1] == "pip install -e '.[test]' && python -m pytest -q"
+    assert (ROOT / commands[0].split()[-1]).exists()
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "(%s)" % commands[1] in ci
+    # the `test` extra brings every other extra the suite exercises
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    test_extra = pyproject.split("\ntest = [", 1)[1].split("]\n", 1)[0]
+    extras = re.findall(r"^(\w+) = \[", pyproject.split("[project.optional-dependencies]")[1]
+                        .split("\n[", 1)[0], re.M)
+    others = set(extras) - {"test", "docs"}
+    brought = re.search(r'"serq\[([\w,]+)\]"', test_extra)
+    assert brought and set(brought.group(1).split(",")) == others, (others, test_extra)
+
+
 def test_lines_match():
     assert lines_match(["a", "...", "d"], ["a", "b", "c", "d"])
     assert lines_match(["a", "...", "d"], ["a", "d"])

@@ -15,15 +15,18 @@ from serq import compiler
 from serq.cli import main
 from serq.compiler import compile_program
 from serq.errors import SerqError, SyntaxError_
-from serq.fmt import format_source
+from serq.fmt import MAX_WIDTH, format_source
 from serq.ir.json import dumps
 from serq.syntax import defs as syntax_defs
 from serq.syntax.lexer import tokenize
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = str(ROOT / "src")
-FILES = sorted(set(programs("valid")) | set((ROOT / "examples").rglob("*.sq"))
-               | set((ROOT / "lib").glob("*.sq")) | set((ROOT / "bench" / "programs").glob("*.sq")))
+#: The programs shipped with serq: the examples, the libraries, the
+#: benchmarks' programs.
+SHIPPED = sorted(set((ROOT / "examples").rglob("*.sq")) | set((ROOT / "lib").rglob("*.sq"))
+                 | set((ROOT / "bench" / "programs").glob("*.sq")))
+FILES = sorted(set(programs("valid")) | set(SHIPPED))
 LIBRARIES = [ROOT / "lib" / "vllm.sq", ROOT / "examples" / "policies" / "workload.sq"]
 COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
@@ -83,14 +86,41 @@ def test_formatted_libraries_give_the_same_ir(lib, monkeypatch):
         assert compiled(p, lib=(lib, out), monkeypatch=monkeypatch) == compiled(p), p
 
 
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_shipped_program_is_in_the_canonical_layout(path):
+    # what `serq fmt --check` checks
+    text = path.read_text()
+    assert format_source(text, str(path)) == text
+
+
+# The documentation's programs (```serq blocks), but docs/cli.md's
+# hurry.sq, which shows what `serq fmt` changes.
+DOC_FENCE = re.compile(r"^```serq\n(.*?)^```\s*$", re.S | re.M)
+DOC_BLOCKS = [(page.name, text[:m.start()].count("\n") + 1, m.group(1))
+              for page in sorted((ROOT / "docs").glob("*.md")) for text in [page.read_text()]
+              for m in DOC_FENCE.finditer(text) if "// file: hurry.sq" not in m.group(1)]
+
+
+@pytest.mark.parametrize("page,line,body", DOC_BLOCKS, ids=["%s:%d" % b[:2] for b in DOC_BLOCKS])
+def test_every_doc_program_is_in_the_canonical_layout(page, line, body):
+    assert format_source(body, str(ROOT / "docs" / "_block.sq")) == body
+
+
+def test_doc_programs_are_found():
+    assert len(DOC_BLOCKS) >= 15
+
+
 def test_canonical_layout():
     messy = ("let a=1;let b = a+2 ;   // two\n"
-             "pool kv{cap 4*a;block 16;}\n"
+             "pool kv{cap 4*a;\nblock 16;}\n"
+             "pool q{cap 2;}\n"
              "\n\n\n"
              "stage gpu:fifo(1);\n"
              "workload{arrive poisson( 1 );session{set x=-a+ ~exp (2);\n"
+             "hold kv(1){run gpu(x);\n}cache (x);\n"
              "hold kv(1){run gpu(x);}cache (x);\n"
              "branch(x>1){observe y=x;}\n   else{end;}\n"
+             "branch(x>1){\nobserve y=x;}   else{end;\n}\n"
              "  // before the end\n"
              "}}\n"
              "run{horizon 10;}")
@@ -103,6 +133,8 @@ def test_canonical_layout():
         "  block 16;\n"
         "}\n"
         "\n"
+        "pool q { cap 2; }\n"
+        "\n"
         "stage gpu : fifo(1);\n"
         "\n"
         "workload {\n"
@@ -112,6 +144,9 @@ def test_canonical_layout():
         "    hold kv (1) {\n"
         "      run gpu (x);\n"
         "    } cache (x);\n"
+        "    hold kv (1) { run gpu (x); } cache (x);\n"
+        "    branch (x > 1) { observe y = x; }\n"
+        "    else { end; }\n"
         "    branch (x > 1) {\n"
         "      observe y = x;\n"
         "    } else {\n"
@@ -121,9 +156,45 @@ def test_canonical_layout():
         "  }\n"
         "}\n"
         "\n"
-        "run {\n"
-        "  horizon 10;\n"
-        "}\n")
+        "run { horizon 10; }\n")
+
+
+def test_a_short_block_written_on_one_line_stays_on_one_line():
+    # consecutive one-line declarations stay together; a block with a line
+    # break or a comment inside is spread; `{}` stays empty
+    text = ("pool seqs {cap 256;admit via gpu;}\n"
+            "pool kv { cap 64 * 16; block 16; preempt lifo; }   // KV\n"
+            "pool c { cap 1; /* one */ }\n"
+            "pool e {}\n"
+            "stage gpu : step { budget 2048; cost 0.01; memory kv; }\n"
+            "queue Q[2] : r { pool kv { cap 8; } serve fifo; }\n")
+    assert format_source(text) == (
+        "pool seqs { cap 256; admit via gpu; }\n"
+        "pool kv { cap 64 * 16; block 16; preempt lifo; }  // KV\n"
+        "\n"
+        "pool c {\n"
+        "  cap 1;  /* one */\n"
+        "}\n"
+        "\n"
+        "pool e {}\n"
+        "stage gpu : step { budget 2048; cost 0.01; memory kv; }\n"
+        "queue Q[2] : r { pool kv { cap 8; } serve fifo; }\n")
+
+
+def test_a_one_line_block_too_wide_is_spread_and_its_inner_blocks_kept_if_they_fit():
+    inner = "branch (x > 1) { observe y = x; }"
+    wide = "session { set x = 1; %s %s %s }\n" % (inner, inner, inner)
+    assert len(wide) > MAX_WIDTH
+    out = format_source(wide)
+    assert out == ("session {\n  set x = 1;\n" + ("  %s\n" % inner) * 3 + "}\n")
+    assert format_source(out) == out
+    # exactly at the limit stays, one column past spreads
+    for width, lines in ((MAX_WIDTH, 1), (MAX_WIDTH + 1, 3)):
+        head = "pool kv { cap "
+        tail = "; }"
+        line = head + "1" * (width - len(head) - len(tail)) + tail
+        assert len(line) == width
+        assert format_source(line + "\n").count("\n") == lines
 
 
 def test_comments_stay_where_they_were():
@@ -154,6 +225,17 @@ def test_a_line_break_inside_a_statement_is_kept_and_aligned():
                    "  set y = f(1,\n"
                    "            2);\n"
                    "}\n")
+
+
+def test_a_number_glued_to_a_word_stays_glued():
+    # `50A` is an error that names the unit; written `50 A` it would be
+    # another error (found by test_mutated_programs_format_safely)
+    text = "session { run gpu (prompt / 50A); }\n"
+    assert format_source(text) == text
+    assert format_source("let a = 10 ms;\n") == "let a = 10 ms;\n"
+    with pytest.raises(SerqError) as before:
+        compile_program(source=text)
+    assert "a number carries no unit" in before.value.message
 
 
 def test_tokens_that_would_merge_keep_a_space():
@@ -239,14 +321,14 @@ def run_cli(args, stdin=None):
 
 def test_cli_rewrites_checks_and_diffs(tmp_path, capsys):
     messy = tmp_path / "messy.sq"
-    messy.write_text("let a=1;\nrun{horizon 10;}\n")
+    messy.write_text("let a=1;\nrun{\nhorizon 10;}\n")
     tidy = tmp_path / "tidy.sq"
     tidy.write_text(format_source(messy.read_text()))
     assert main(["fmt", "--check", str(messy), str(tidy)]) == 1
     out, err = capsys.readouterr()
     assert out == "would reformat %s\n" % messy
     assert "1 file(s)" in err
-    assert messy.read_text() == "let a=1;\nrun{horizon 10;}\n"  # untouched
+    assert messy.read_text() == "let a=1;\nrun{\nhorizon 10;}\n"  # untouched
     assert main(["fmt", "--diff", str(messy)]) == 0
     out, _ = capsys.readouterr()
     assert "-let a=1;" in out and "+let a = 1;" in out
@@ -260,7 +342,7 @@ def test_cli_rewrites_checks_and_diffs(tmp_path, capsys):
 def test_cli_stdin_to_stdout():
     r = run_cli(["fmt", "-"], stdin="let a=1;run{horizon 1;}")
     assert r.returncode == 0, r.stderr
-    assert r.stdout == "let a = 1;\n\nrun {\n  horizon 1;\n}\n"
+    assert r.stdout == "let a = 1;\nrun { horizon 1; }\n"
 
 
 def test_cli_writes_utf8_whatever_the_locale():

@@ -67,7 +67,9 @@ def test_missing_use_file_is_located_at_the_use(tmp_path):
     f.write_text('let a = 1;\nuse "lib/none.sq";\nrun { horizon 1; }\n')
     r = serq("check", f)
     assert r.returncode == 1
-    assert r.stderr.startswith("%s:2:1: error: cannot read `lib/none.sq`: No such file" % f)
+    assert r.stderr.startswith("%s:2:1: error: cannot read `lib/none.sq`: no such file in any "
+                               "place a `use` looks" % f)
+    assert "note: looked for %s (the program's folder)" % (tmp_path / "lib" / "none.sq") in r.stderr
 
 
 def test_unknown_set_and_def_list_the_declared_names(tmp_path):

@@ -104,9 +104,12 @@ def test_sweep_table_to_png(tmp_path):
                  "-j", "1", "-o", table)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "curves.png"
+    assert r.stderr.splitlines()[-1].startswith("wrote %s: " % table)
+    rows = table.read_text().count("\n") - 1
     r = serq_cli("plot", table, "--metric", "observe.resp.mean", "--metric", "pool.*.mean_queue",
                  "-o", out)
     assert r.returncode == 0, r.stderr
+    assert r.stderr == "wrote %s: 1 figure from %d rows of %s\n" % (out, rows, table)  # 2 panels
     pixels = decode_png(out.read_bytes())
     assert pixels.shape[1] > pixels.shape[0] > 200  # two panels side by side
     assert_not_blank(pixels)
@@ -145,6 +148,7 @@ def test_run_report_html_is_self_contained(step_program, tmp_path):
     out = tmp_path / "report.html"
     r = serq_cli("plot", "--run", step_program, "--seed", "5", "-o", out)
     assert r.returncode == 0, r.stderr
+    assert r.stderr == "wrote %s: 3 figures from one run of %s\n" % (out, step_program)
     text = out.read_text()
     page = Page()
     page.feed(text)

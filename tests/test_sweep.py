@@ -150,6 +150,9 @@ def test_table_rows_are_the_means_over_seeds(program, tmp_path):
                                     "n_seeds"]
     metrics = list(dict.fromkeys(row["metric"] for row in rows))
     assert len(rows) == 6 * len(metrics)
+    # what was written, on stderr
+    assert r.stderr.splitlines()[-1] == "wrote %s: %d rows (6 points x %d metrics, each the " \
+        "mean of 4 seeds)" % (out, len(rows), len(metrics))
     for m in ("run.arrivals", "observe.resp.mean", "observe.resp.p50", "observe.resp.p90",
               "observe.resp.p99", "observe.resp.rate", "gauge.busy.mean",
               "stage.srv.throughput", "pool.seats.mean_used", "pool.seats.mean_queue"):

@@ -37,3 +37,31 @@ def time_value(text: str, positive: bool):
         raise argparse.ArgumentTypeError("%r is not a finite %s number"
                                          % (text, "positive" if positive else "non-negative"))
     return v
+
+
+#: The help of --set and --def where they replace a program's text.
+SET_HELP = "replace a `let` constant's value (a number or a constant expression)"
+DEF_HELP = "replace an expression definition's body"
+
+
+def add_run_settings(p, seed_help: str = "the random seed (default: the program's `seed`, "
+                     "else 1)") -> None:
+    """The options that replace a program's `run { … }` settings (serq run,
+    ir, plot --run; serq sweep has its own --seed), with their help."""
+    p.add_argument("--seed", type=nonneg_int, metavar="N", help=seed_help)
+    add_run_times(p)
+
+
+def add_run_times(p) -> None:
+    """--horizon, --warmup, --arrivals and --trace, with their help."""
+    p.add_argument("--horizon", type=lambda t: time_value(t, True), metavar="T",
+                   help="simulated seconds to run (replaces the program's `horizon`)")
+    p.add_argument("--warmup", type=lambda t: time_value(t, False), metavar="T",
+                   help="simulated seconds left out of the report, below the horizon "
+                   "(replaces the program's `warmup`)")
+    p.add_argument("--arrivals", type=pos_int, metavar="N",
+                   help="stop the arrivals after N and run until the last session ends "
+                   "(replaces the program's `arrivals`)")
+    p.add_argument("--trace", metavar="FILE",
+                   help="replay this trace CSV (replaces the workload's `trace \"…\"`; "
+                   "relative to the current directory)")

@@ -41,6 +41,7 @@ import sys
 from typing import List, Optional
 
 from . import SERQ_VERSION, __version__
+from .argtypes import DEF_HELP, SET_HELP, add_run_settings, add_run_times
 from .argtypes import nonneg_int as _nonneg_int, pos_int as _pos_int, time_value as _time
 import signal as _signal
 
@@ -63,15 +64,11 @@ def _overrides(p, run_settings: bool) -> None:
                    help="`-W error`: refuse a program that has warnings (a hazard serQ "
                    "0.1.3 compiles, such as a shadowed name or an option given twice)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=EXPR",
-                   help="replace a `let` constant")
+                   help=SET_HELP)
     p.add_argument("--def", dest="defs", action="append", default=[], metavar="NAME=EXPR",
-                   help="replace an expression definition's body")
+                   help=DEF_HELP)
     if run_settings:
-        p.add_argument("--seed", type=_nonneg_int)
-        p.add_argument("--horizon", type=lambda t: _time(t, True))
-        p.add_argument("--warmup", type=lambda t: _time(t, False))
-        p.add_argument("--arrivals", type=_pos_int)
-        p.add_argument("--trace", metavar="FILE")
+        add_run_settings(p)
 
 
 def _run_parser(r) -> None:
@@ -107,7 +104,7 @@ def _run_parser(r) -> None:
 
 
 def _check_parser(c) -> None:
-    c.add_argument("file")
+    c.add_argument("file", help="a program (.sq)")
     c.add_argument("--strict", action="store_true",
                    help="serQ 0.1.3 only: refuse serq's language extensions (first fit, "
                         "watermark)")
@@ -115,7 +112,7 @@ def _check_parser(c) -> None:
 
 
 def _ir_parser(i) -> None:
-    i.add_argument("file", nargs="?")
+    i.add_argument("file", nargs="?", help="a program (.sq)")
     i.add_argument("--from-json", metavar="IR", help="read IR JSON and print it back")
     i.add_argument("--strict", action="store_true",
                    help="serQ 0.1.3 only: refuse serq's extensions and, in IR, unknown fields")
@@ -204,10 +201,27 @@ def _parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
                     help="show the version and which core runs, and exit")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
     word = _command_word(argv)
+    commands = {}
     for name, kw, add in _COMMANDS:
         if word is None or word == name:
-            add(sub.add_parser(name, **kw))
+            commands[name] = sub.add_parser(name, **kw)
+            add(commands[name])
+    ap.set_defaults(_commands=commands)
     return ap
+
+
+def _command_parser(ap: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The parser of the command ``args`` names (`serq trace convert`'s for
+    it), for its usage line; the top-level one when none is named."""
+    p = getattr(args, "_commands", {}).get(getattr(args, "command", None))
+    if p is None:
+        return ap
+    nested = getattr(args, "trace_command", None)
+    if nested is not None:
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction) and nested in action.choices:
+                return action.choices[nested]
+    return p
 
 
 def _sweep_parser(w) -> None:
@@ -221,10 +235,7 @@ def _sweep_parser(w) -> None:
                    help="runs per point, with seeds S, S+1, ..., S+N-1 (default 1)")
     w.add_argument("--seed", type=_nonneg_int, default=1, metavar="S",
                    help="the first seed (default 1; the program's own seed is not used)")
-    w.add_argument("--horizon", type=lambda t: _time(t, True))
-    w.add_argument("--warmup", type=lambda t: _time(t, False))
-    w.add_argument("--arrivals", type=_pos_int)
-    w.add_argument("--trace", metavar="FILE")
+    add_run_times(w)
     w.add_argument("--jobs", "-j", type=_pos_int, metavar="N",
                    help="processes for the local backend (default: every core)")
     w.add_argument("--backend", choices=("local", "ray"), default="local",
@@ -263,7 +274,7 @@ _COMMANDS = [
                "means and confidence intervals",
                "description": "Run FILE at every point of the grid the --set options span, "
                "with --seeds seeds each, and write one row per point and metric: the swept "
-               "constants, metric, mean, ci_low, ci_high (95%% Student-t over the seeds), "
+               "constants, metric, mean, ci_low, ci_high (95% Student-t over the seeds), "
                "n_seeds."}, _sweep_parser),
     ("plot", {"help": "draw a sweep's curves, or one run's distributions, series and "
               "iterations, as PNG or a self-contained HTML report"}, _plot_parser),
@@ -535,16 +546,27 @@ def _cmd_sweep(args) -> int:
     def note(text: str) -> None:
         sys.stderr.write("serq sweep: %s\n" % text)
     try:
-        run_sweep(sweep, jobs=args.jobs, backend=args.backend, address=args.address,
-                  show_progress=not args.quiet and sys.stderr.isatty(),
-                  output=args.output or "-", stop=_STOP[0], note=note)
+        table = run_sweep(sweep, jobs=args.jobs, backend=args.backend, address=args.address,
+                          show_progress=not args.quiet and sys.stderr.isatty(),
+                          output=args.output or "-", stop=_STOP[0], note=note)
     except SweepInterrupted as e:
         from .interrupt import exit_status, signal_name
         sys.stdout.flush()
         note("%s: %s" % ("interrupted" if e.signum == _signal.SIGINT else
                          "stopped by %s" % signal_name(e.signum), e.summary))
         return exit_status(e.signum)
+    if args.output not in (None, "-"):
+        sys.stderr.write("wrote %s: %s\n" % (args.output, _table_summary(table, args.seeds)))
     return 0
+
+
+def _table_summary(table, seeds: int) -> str:
+    """What a sweep's table holds, in a line: rows, points, metrics, seeds."""
+    points = len(set(r.point for r in table.rows))
+    metrics = len(set(r.metric for r in table.rows))
+    return "%d row%s (%d point%s x %d metric%s, each the mean of %d seed%s)" % (
+        len(table.rows), "" if len(table.rows) == 1 else "s", points, "" if points == 1 else "s",
+        metrics, "" if metrics == 1 else "s", seeds, "" if seeds == 1 else "s")
 
 
 class _Utf8Out(object):
@@ -603,7 +625,10 @@ def _cmd_trace(args) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     ap = _parser(argv)
     try:
-        args = ap.parse_args(argv)
+        args, unknown = ap.parse_known_args(argv)
+        if unknown:
+            # said with the command's usage, not the top level's
+            _command_parser(ap, args).error("unrecognized arguments: %s" % " ".join(unknown))
     except SystemExit as e:
         return int(e.code or 0)
     if args.command is None:

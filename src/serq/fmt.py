@@ -11,6 +11,13 @@ Layout:
   break after every `;` outside parentheses, after `{` and around `}`;
   `} else`, `} cache`, `} lease` and `};` stay together); `{}` for an empty
   block;
+* except a short block the author wrote on one line, with no comment in it
+  (`pool kv { cap 4096; block 16; }`, `branch (x) { end; }`): it stays on
+  one line, spaced like the rest, as long as that line fits in
+  ``MAX_WIDTH`` (100) columns; a block that does not fit is spread over
+  lines as above, and so is every block inside it that does not fit on a
+  line of its own; an `else` the author put on the line after such a
+  block stays on a line of its own;
 * one space around binary operators, `=`, `?` and `:` and after `,`; none
   inside brackets, before `,` `;` `.`, after a unary `-`, `!` or `~`, or
   between a function (a built-in or a `def` of this file or a file it
@@ -22,7 +29,9 @@ Layout:
   statement go;
 * at most one blank line in a row (kept where the author had one), none at
   the start, one newline at the end, and always one blank line between two
-  top-level declarations when either has a `{ … }` body;
+  top-level declarations when either has a `{ … }` body over several lines
+  (consecutive one-line declarations such as two short pools stay
+  together);
 * a comment on a line of its own stays there, indented like the code after
   it; a comment after code stays after it, and the trailing comments of
   consecutive lines line up two spaces past the longest of those lines.
@@ -35,12 +44,16 @@ same text.  Long lines are not wrapped.
 import os
 from typing import List, Optional, Set, Tuple
 
+from . import library
 from .errors import SyntaxError_
 from .link.scope import AGGREGATES, DISTRIBUTIONS, FUNCTIONS
-from .syntax.lexer import EOF, IDENT, PUNCT, STRING, tokenize
+from .syntax.lexer import EOF, IDENT, NUMBER, PUNCT, STRING, tokenize
 
 INDENT = "  "
 CONTINUATION = 4
+#: The widest line a block written on one line may keep (indentation
+#: included, a trailing comment not counted).
+MAX_WIDTH = 100
 
 # Words written directly before their `(`: built-in functions, distributions,
 # aggregates, arrival and stage kinds.  A `def`'s name joins them.
@@ -59,13 +72,14 @@ _OPERATORS = frozenset(("+", "-", "*", "/", "^", "<", ">", "<=", ">=", "==", "!=
 
 
 class _Tok(object):
-    __slots__ = ("kind", "text", "raw", "nl_before")
+    __slots__ = ("kind", "text", "raw", "nl_before", "glued")
 
-    def __init__(self, kind: str, text: str, raw: str, nl_before: int):
+    def __init__(self, kind: str, text: str, raw: str, nl_before: int, glued: bool = False):
         self.kind = kind      # a lexer kind, or "comment"
         self.text = text
         self.raw = raw        # the text as written (a string with its quotes)
         self.nl_before = nl_before  # newlines between the previous item and this one
+        self.glued = glued    # written directly after the previous item, no gap
 
     def is_p(self, text: str) -> bool:
         return self.kind == PUNCT and self.text == text
@@ -122,7 +136,7 @@ def _items(text: str, file: str) -> List[_Tok]:
             out.append(_Tok("comment", c, c, nl))
         nl_tok = gaps[-1][0]
         raw = text[off:off + len(t.text) + 2] if t.kind == STRING else t.text
-        out.append(_Tok(t.kind, t.text, raw, nl_tok))
+        out.append(_Tok(t.kind, t.text, raw, nl_tok, off == pos and pos > 0))
         pos = off + len(raw)
     return out
 
@@ -143,8 +157,8 @@ def _def_names(text: str, file: Optional[str], seen: Set[str]) -> Set[str]:
         if t.kind == IDENT and t.text == "def" and nxt.kind == IDENT:
             names.add(nxt.text)
         elif depth == 0 and t.kind == IDENT and t.text == "use" and nxt.kind == STRING:
-            path = os.path.normpath(os.path.join(base, nxt.text))
-            if path in seen:
+            path, _ = library.resolve(nxt.text, base)
+            if path is None or path in seen:
                 continue
             seen.add(path)
             try:
@@ -168,8 +182,12 @@ class _Line(object):
 class _Writer(object):
     """Builds the output line by line."""
 
-    def __init__(self, calls: Set[str]):
+    def __init__(self, calls: Set[str], inline: Set[int]):
         self.calls = calls
+        self.inline = inline      # indices of the `{` kept on one line
+        self.blocks: List[Tuple[int, bool]] = []  # open `{`: (index, on one line)
+        self.too_wide: Set[int] = set()  # one-line blocks whose line did not fit
+        self.closed_on_line = False  # the last `}` closed a one-line block
         self.lines: List[_Line] = []
         self.cur: Optional[_Line] = None
         self.depth = 0            # braces
@@ -225,18 +243,39 @@ class _Writer(object):
         else:
             self.after_comment = True
 
-    def token(self, t: _Tok, nxt: _Tok) -> None:
+    def in_line(self) -> bool:
+        """Whether the innermost open block is kept on one line."""
+        return bool(self.blocks) and self.blocks[-1][1]
+
+    def token(self, t: _Tok, nxt: _Tok, k: int = -1) -> None:
+        if t.is_p("{"):
+            on_line = k in self.inline or self.in_line()
+            self.blocks.append((k, on_line))
         if t.is_p("}"):
             self.depth = max(0, self.depth - 1)
+            opened, on_line = self.blocks.pop() if self.blocks else (-1, False)
+            self.closed_on_line = on_line
             if self.prev is not None and self.prev.is_p("{") and not self.need_break \
                     and self.cur is not None and self.cur.code.endswith("{"):
                 self.cur.code += "}"
+            elif on_line and self.cur is not None and not self.need_break:
+                self.cur.code += " }"
+                if self.col() > MAX_WIDTH and not self.in_line():
+                    # (a block inside another one-line block is judged with
+                    # it: spread, the outer one may leave it room)
+                    self.too_wide.add(opened)
             else:
                 self.newline(self.depth * len(INDENT))
                 self.cur.code = "}"
         elif self.cur is None or self.need_break:
             self.newline(self.depth * len(INDENT) if self.stmt_start
                          else self.continuation_indent())
+            self.cur.code = t.raw
+        elif t.nl_before > 0 and self.closed_on_line and self.prev is not None \
+                and self.prev.is_p("}") and t.kind == IDENT and t.text in _AFTER_BRACE:
+            # `else` (`cache`, `lease`) on its own line after a one-line
+            # block stays there, under the statement's start
+            self.newline(self.depth * len(INDENT))
             self.cur.code = t.raw
         elif t.nl_before > 0 and not self.stmt_start and not t.is_p("{") \
                 and not (self.prev is not None and self.prev.is_p("}")):
@@ -267,17 +306,17 @@ class _Writer(object):
                 self.depth += 1
                 self.stmt_start = True
                 self.brackets = []
-                if not nxt.is_p("}"):
+                if not nxt.is_p("}") and not self.in_line():
                     self.need_break = True
             elif t.text == ";" and not self.brackets:
                 self.stmt_start = True
-                self.need_break = True
+                self.need_break = not self.in_line()
             elif t.text == "}":
                 cont = (nxt.kind == IDENT and nxt.text in _AFTER_BRACE) or \
                     (nxt.kind == PUNCT and nxt.text in _BRACE_PUNCT)
                 if not cont:
                     self.stmt_start = True
-                    self.need_break = True
+                    self.need_break = not self.in_line()
         self.before_prev = self.prev
         self.prev = t
 
@@ -297,6 +336,9 @@ class _Writer(object):
 
     def wants_space(self, a: _Tok, b: _Tok) -> bool:
         if a is None:
+            return False
+        if a.kind == NUMBER and b.kind == IDENT and b.glued:
+            # `10ms`, an error kept as written (its message names the unit)
             return False
         if b.kind == PUNCT and b.text in (")", "]", ",", ";", "."):
             return False
@@ -371,14 +413,36 @@ def _render(ln: _Line, width: Optional[int]) -> str:
     return s
 
 
-def _has_block(items: List[_Tok], k: int) -> bool:
-    """Whether the top-level statement starting at items[k] has a `{` body."""
-    for t in items[k:]:
+def _has_block(items: List[_Tok], k: int, inline: Set[int]) -> bool:
+    """Whether the top-level statement starting at items[k] has a `{` body
+    laid over several lines."""
+    for j in range(k, len(items)):
+        t = items[j]
         if t.kind == EOF or (t.kind == PUNCT and t.text == ";"):
             return False
         if t.kind == PUNCT and t.text == "{":
-            return True
+            return j not in inline
     return False
+
+
+def _one_line_blocks(items: List[_Tok]) -> Set[int]:
+    """The indices of the `{` whose block the author wrote on one line with
+    no comment in it (no line break from the `{` to its `}`), and of every
+    empty block's."""
+    out: Set[int] = set()
+    opened: List[int] = []
+    broken: List[bool] = []  # per open block: a line break or comment seen
+    for k, t in enumerate(items):
+        if t.kind == "comment" or (opened and t.nl_before > 0):
+            broken = [True] * len(broken)
+        if t.kind == PUNCT and t.text == "{":
+            opened.append(k)
+            broken.append(False)
+        elif t.kind == PUNCT and t.text == "}" and opened:
+            start = opened.pop()
+            if not broken.pop() or k == start + 1:  # (`{}` is always one line)
+                out.add(start)
+    return out
 
 
 def format_source(text: str, file: str = "<text>", path: Optional[str] = None) -> str:
@@ -389,7 +453,23 @@ def format_source(text: str, file: str = "<text>", path: Optional[str] = None) -
     if path is None and file != "<text>":
         path = file
     calls = set(_CALLS) | _def_names(text, path, set())
-    w = _Writer(calls)
+    inline = _one_line_blocks(items)
+    while True:
+        w = _layout(items, calls, inline)
+        if not w.too_wide:
+            break
+        # spread the blocks that did not fit, and lay the program out again
+        # (each round spreads at least one more, so this ends)
+        inline -= w.too_wide
+    out = "\n".join(_align_comments(w.lines)).rstrip("\n")
+    result = (out + "\n") if out.strip() else ""
+    _check_same(text, result, file)
+    return result
+
+
+def _layout(items: List[_Tok], calls: Set[str], inline: Set[int]) -> _Writer:
+    """The lines of ``items`` laid out, the blocks of ``inline`` on one line."""
+    w = _Writer(calls, inline)
     prev_block = False
     first_of_stmt = True
     for k, it in enumerate(items):
@@ -403,7 +483,7 @@ def format_source(text: str, file: str = "<text>", path: Optional[str] = None) -
                     j = k
                     while items[j].kind == "comment":
                         j += 1
-                    if items[j].kind != EOF and (prev_block or _has_block(items, j)):
+                    if items[j].kind != EOF and (prev_block or _has_block(items, j, inline)):
                         w.blank = True
                 first_of_stmt = False
         if it.kind == "comment":
@@ -414,17 +494,14 @@ def format_source(text: str, file: str = "<text>", path: Optional[str] = None) -
         if it.nl_before >= 2 and w.stmt_start:
             w.blank = True
         was_top = w.depth == 0 and w.stmt_start
-        w.token(it, nxt)
+        w.token(it, nxt, k)
         if was_top:
             prev_block = False
-        if it.is_p("{") and w.depth == 1:
+        if it.is_p("{") and w.depth == 1 and k not in inline:
             prev_block = True
         if w.depth == 0 and w.stmt_start:
             first_of_stmt = True
-    out = "\n".join(_align_comments(w.lines)).rstrip("\n")
-    result = (out + "\n") if out.strip() else ""
-    _check_same(text, result, file)
-    return result
+    return w
 
 
 def _signature(text: str, file: str) -> List[Tuple[str, str]]:

@@ -93,6 +93,20 @@ class Linker:
 
     # --------------------------------------------------------------- settings
 
+    def _horizon_help(self, warmup: float, horizon: float) -> Optional[str]:
+        """How to mend a warm-up not below the horizon, when an override
+        (``--horizon``, ``--warmup``) made it so."""
+        if math.isinf(horizon) or warmup < 0:
+            return None
+        if self.ov.horizon is not None and self.ov.warmup is None:
+            return ("the horizon %s (`--horizon`) is not past the program's warm-up %s: add "
+                    "`--warmup T` with T below %s, such as `--warmup %s`"
+                    % (_fmt(horizon), _fmt(warmup), _fmt(horizon), _fmt(horizon / 10)))
+        if self.ov.warmup is not None:
+            return ("the warm-up %s (`--warmup`) is not below the horizon %s: lower "
+                    "`--warmup` or raise `--horizon`" % (_fmt(warmup), _fmt(horizon)))
+        return None
+
     def run_settings(self) -> dict:
         s = {}
         for it in self.prog.items:
@@ -117,7 +131,7 @@ class Linker:
                 at = s["horizon"][1].span
             raise LinkError("run: need 0 <= warmup < horizon, with a finite horizon "
                             "(warmup %s, horizon %s)" % (_fmt(out["warmup"]), _fmt(out["horizon"])),
-                            at)
+                            at, help=self._horizon_help(out["warmup"], out["horizon"]))
         if self.ov.seed is not None:
             out["seed"] = int(self.ov.seed)
         elif "seed" in s:
@@ -827,6 +841,11 @@ def link(prog: ast.Program, overrides: Optional[Overrides] = None, parse_expr=No
     try:
         return Linker(prog, overrides or Overrides(), parse_expr).link()
     except LinkError as e:
+        if e.span is not None and e.span.file.startswith("--set ") and overrides is not None:
+            # the excerpt is the override's text, not the program's line
+            value = (overrides.sets or {}).get(e.span.file[len("--set "):])
+            if isinstance(value, str):
+                e.with_source(value)
         e.with_source(prog.source)
         if e.span is not None and e.span.file == prog.file:
             e.source = prog.source

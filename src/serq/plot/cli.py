@@ -27,7 +27,7 @@ def _number(text: str) -> float:
 
 
 def add_arguments(p, pair) -> None:
-    from ..argtypes import nonneg_int as _nonneg_int, pos_int as _pos_int, time_value as _time
+    from ..argtypes import DEF_HELP, SET_HELP, add_run_settings, pos_int as _pos_int
     p.add_argument("table", nargs="?", help="a sweep's table (serq sweep -o TABLE)")
     p.add_argument("--run", metavar="FILE",
                    help="run FILE once and draw its observations' CDFs, pool occupancy and "
@@ -47,13 +47,10 @@ def add_arguments(p, pair) -> None:
                    "(default: observe.*.mean and observe.*.p99)")
     g.add_argument("--log-y", action="store_true", help="logarithmic y axes")
     r = p.add_argument_group("one run")
-    r.add_argument("--set", action="append", default=[], metavar="NAME=EXPR")
-    r.add_argument("--def", dest="defs", action="append", default=[], metavar="NAME=EXPR")
-    r.add_argument("--seed", type=_nonneg_int)
-    r.add_argument("--horizon", type=lambda t: _time(t, True))
-    r.add_argument("--warmup", type=lambda t: _time(t, False))
-    r.add_argument("--arrivals", type=_pos_int)
-    r.add_argument("--trace", metavar="FILE")
+    r.add_argument("--set", action="append", default=[], metavar="NAME=EXPR", help=SET_HELP)
+    r.add_argument("--def", dest="defs", action="append", default=[], metavar="NAME=EXPR",
+                   help=DEF_HELP)
+    add_run_settings(r)
     r.add_argument("--observe", action="append", default=[], metavar="NAME",
                    help="observations whose CDF to draw (default: all)")
     r.add_argument("--gantt-from", type=_number, metavar="T",
@@ -97,6 +94,8 @@ def command(args) -> int:
         table = read(args.table)
         figures = sweep_figures(table, args.x, args.metric, args.log_y)
         title = "serq sweep: %s" % os.path.basename(args.table)
+        source = "%d row%s of %s" % (len(table.rows), "" if len(table.rows) == 1 else "s",
+                                     args.table)
         notes, report = [], None
         if table.incomplete:
             # An interrupted sweep's table: said in the page and on stderr.
@@ -115,9 +114,11 @@ def command(args) -> int:
                                     horizon=args.horizon, warmup=args.warmup,
                                     arrivals=args.arrivals, trace=args.trace)
             title = "serq run: %s" % os.path.basename(args.run)
+            source = "one run of %s" % args.run
         else:
             data = load_dump(args.dump, args.iterations)
             title = "serq dump: %s" % args.dump
+            source = "the dump %s" % args.dump
         from .runfigs import run_figures
         figures, notes = run_figures(data, args.observe, args.gantt_from, args.gantt_iterations)
         report = data.report_text
@@ -126,4 +127,7 @@ def command(args) -> int:
         write_png(figures, args.output)
     else:
         write_html(figures, args.output, title, notes, report)
+    import sys
+    sys.stderr.write("wrote %s: %d figure%s from %s\n" % (
+        args.output, len(figures), "" if len(figures) == 1 else "s", source))
     return 0

@@ -2,8 +2,9 @@
 as token lists and expanded where used, constants folded, and array sizes
 (``[N]``) resolved from numbers and earlier ``let``s."""
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
+from .. import library
 from ..errors import SerqWarning, Span, SyntaxError_
 from . import ast
 from .expand import DefInfo, LANGUAGE_WORDS, RETIRED, STATE_FUNCS, fold_const
@@ -31,12 +32,15 @@ class DefsMixin:
             raise self.error("expected a path string after `use`, found %s" % st.describe(), st)
         self.next()
         self.expect(";")
-        if self.from_text and kw.file == self.file:
-            raise self.error('`use "%s"` reads a file next to the program, and this program was given as text'
-                             % st.text, kw, help="compile the program from a file, or paste the "
-                                                 "library's definitions into the program")
-        base = os.path.dirname(kw.file) if kw.file and not kw.file.startswith("<") else "."
-        path = os.path.normpath(os.path.join(base, st.text))
+        text_program = self.from_text and kw.file == self.file
+        if text_program:
+            base: Optional[str] = None
+        else:
+            base = os.path.dirname(kw.file) if kw.file and not kw.file.startswith("<") else "."
+        found, looked = library.resolve(st.text, base)
+        if found is None:
+            raise self.use_not_found(st.text, kw, looked, text_program)
+        path = found
         if path in self.reading:
             # serQ 0.1.3 reads each file once: the `use` that closes a cycle
             # reads nothing
@@ -71,6 +75,27 @@ class DefsMixin:
         finally:
             self.toks, self.pos = saved
             self.reading.pop()
+
+    def use_not_found(self, name: str, kw: Token, looked: List[Tuple[str, str]],
+                      text_program: bool) -> SyntaxError_:
+        """The error of a `use` whose file is in none of the places looked."""
+        if text_program:
+            msg = ('`use "%s"` finds no library: this program was given as text, so it has no '
+                   'folder to read `%s` from, and neither SERQ_PATH nor serq\'s installed '
+                   'libraries hold it' % (name, name))
+            help = ("compile the program from a file, put the library in a folder of SERQ_PATH, "
+                    "or paste the library's definitions into the program")
+        else:
+            msg = "cannot read `%s`: no such file in any place a `use` looks" % name
+            help = ("put the file next to the program (the path is relative to the folder of the "
+                    "file that holds the `use`), add its folder to SERQ_PATH, or name an "
+                    "installed library")
+        installed = library.installed_libraries()
+        if installed:
+            help += " (installed: %s)" % ", ".join("`%s`" % n for n in installed)
+        err = self.error(msg, kw, help=help)
+        err.notes[:0] = ["looked for %s (%s)" % (os.path.abspath(path), where) for path, where in looked]
+        return err
 
     def parse_def(self) -> None:
         self.next()

@@ -18,11 +18,27 @@ from ..ir.nodes import BUILTIN_ATTRS
 from .defs import DefsMixin
 from .expand import DefInfo, names_read
 from .expressions import CMP, ExpressionsMixin
-from .lexer import EOF, IDENT, PUNCT, STRING, Token, tokenize
+from .lexer import EOF, IDENT, NUMBER, PUNCT, STRING, Token, tokenize
 from .queues import QueueMixin
 from .statements import StatementsMixin, _Request
 
 MAX_DEPTH = 200
+
+#: Units of time a number may be written with by mistake, in seconds.
+TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0,
+              "min": 60.0, "h": 3600.0}
+
+
+def unit_error(number: Token, word: Token) -> Tuple[str, str]:
+    """The message and help for a number followed by a word (``10ms``)."""
+    msg = ("`%s%s`: a number carries no unit in serQ (this is the number %s followed by `%s`)"
+           % (number.text, word.text, number.text, word.text))
+    factor = TIME_UNITS.get(word.text)
+    if factor is not None:
+        seconds = "%.12g" % (number.value * factor)
+        return msg, ("times are in seconds: write `%s` for %s %s" % (seconds, number.text, word.text))
+    return msg, ("write the number alone: times are in seconds, sizes in the units the pool "
+                 "counts (tokens, blocks, slots)")
 
 
 class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
@@ -74,9 +90,29 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         if tok is None and span is None:
             tok = self.peek()
         if span is None:
+            glued = self.number_before(tok)
+            if glued is not None:
+                # `cost 10ms`: whatever was expected, the word glued to the
+                # number is the mistake (located at the word, where 0.1.3's
+                # error is)
+                msg, help = unit_error(glued, tok)
             span = tok.span()
         src = tok.src if tok is not None and tok.src is not None else self.text
         return SyntaxError_(msg, span, help=help, notes=self.use_notes[::-1], source=src)
+
+    def number_before(self, tok: Token) -> Optional[Token]:
+        """The number written directly before the word ``tok`` (``10ms``,
+        the lexer's `10` and `ms`), if there is one."""
+        if tok.kind != IDENT:
+            return None
+        for i in (self.pos, self.pos - 1, self.pos + 1):
+            if 0 < i < len(self.toks) and self.toks[i] is tok:
+                prev = self.toks[i - 1]
+                if prev.kind == NUMBER and prev.file == tok.file and prev.line == tok.line \
+                        and prev.col + len(prev.text) == tok.col:
+                    return prev
+                return None
+        return None
 
     # ------------------------------------------------------------ tokens
 
