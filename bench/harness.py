@@ -58,6 +58,10 @@ print(json.dumps({"time": t, "report": text,
 
 def once(code, program, kwargs, python, extra_env=None):
     env = dict(os.environ)
+    # An installed serq imports from bytecode: a run that compiled every
+    # module from source (PYTHONDONTWRITEBYTECODE, set in some sandboxes)
+    # would measure Python's compiler (about 0.1 s a run).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(extra_env or {})
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
     out = subprocess.run([python, "-c", code, str(program), json.dumps(kwargs)],
@@ -72,6 +76,21 @@ CORES_ALL = {"compiled": (None, {}),
              "interpreted": (None, {"SERQ_INTERPRETED": "1"}),
              "pypy": ("pypy3", {})}
 CORES = ["compiled"]
+
+
+def warm_bytecode(args):
+    """Write the bytecode of serq's modules (and the reference's imports)
+    for each interpreter the columns use, before any run is timed."""
+    pythons = {sys.executable}
+    if args.python:
+        pythons.add(args.python)
+    if args.cores and "pypy" in args.cores.split(","):
+        pythons.add(CORES_ALL["pypy"][0])
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    for python in pythons:
+        subprocess.run([python, "-m", "compileall", "-q", str(SRC)], env=env,
+                       capture_output=True)
 
 
 def is_slow(program):
@@ -96,6 +115,7 @@ def main():
     if args.skip_slow:
         programs = [p for p in programs if not is_slow(p)]
     kwargs = {"horizon": args.horizon} if args.horizon else {}
+    warm_bytecode(args)
     cores = CORES if args.cores is None else args.cores.split(",")
     if args.python is not None:
         cores = ["python"]
