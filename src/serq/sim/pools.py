@@ -121,6 +121,7 @@ class Pool(object):
     cached: float
     cap: float
     block: float
+    reserved: float
     entries: Dict[int, CacheEntry]
     dead: List[CacheEntry]
     lru: List[Tuple[int, CacheEntry]]
