@@ -39,6 +39,7 @@ from typing import Any, List, Optional, Tuple
 
 from ..ir import nodes as ir
 from ..report.stats import TimeAverage
+from .holds import try_grow
 from .pools import EPS, round_up
 from .step import Step, StepJob
 from .timeavg import TICKS_KEPT
@@ -213,7 +214,7 @@ class Folding(object):
         while grows and grows[0][0] <= k:
             heapq.heappop(grows)
         for idx, run, i, need in due:
-            sim.try_grow(run, i, need)
+            try_grow(run, i, need)
             heapq.heappush(grows, (int(run.alloc[i] - self.pos0[idx]), idx))
             if st.cost_totals:
                 self.mem[idx] = st.memory_of(self.jobs[idx].session)

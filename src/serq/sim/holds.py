@@ -55,6 +55,25 @@ class HoldRun(object):
         self.lease_ok = True  # the lease (if any) names the member held
 
 
+def try_grow(run: HoldRun, i: int, need: float) -> bool:
+    """Grow ``run``'s allocation in its ``i``-th pool by ``need`` units if
+    they fit beside the others' reservations (evicting cached units to make
+    room), else nothing and False."""
+    p = run.pools[i]
+    others = p.reserved - run.reserve[i]
+    if p.used + others + need > p.cap + EPS:
+        return False
+    p.make_room(need)
+    p.used += need
+    p.sim.touched.add(p)
+    run.alloc[i] += need
+    if run.reserve[i] > 0.0:
+        take = min(run.reserve[i], need)
+        run.reserve[i] -= take
+        p.reserved -= take
+    return True
+
+
 class Lease(object):
     """A leased allocation: ``session`` leased it (its attributes serve the
     `cache` clause); ``holder`` is who the holder list names for it."""

@@ -10,6 +10,7 @@ Amounts are floats compared with a tolerance of 1e-9, as in the reference.
 """
 import heapq
 import math
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..report.stats import TimeAverage, Welford, replay_pieces
 from .stages import sync
@@ -40,7 +41,8 @@ class CacheEntry(object):
     session's any more: what ``reuse`` left behind)."""
     __slots__ = ("serial", "units", "released", "seq", "snapshot", "session", "dead", "member")
 
-    def __init__(self, serial, units, released, seq, snapshot, session, dead=False):
+    def __init__(self, serial: int, units: float, released: float, seq: int, snapshot: Any,
+                 session: Any, dead: bool = False) -> None:
         self.serial = serial
         self.units = units
         self.released = released
@@ -77,7 +79,7 @@ class PoolStats(object):
     __slots__ = ("used", "cached", "queue", "holders", "wait", "admissions", "evicted_entries",
                  "evicted_units", "preemptions", "spills", "rejected", "stuck")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.used = TimeAverage()
         self.cached = TimeAverage()
         self.queue = TimeAverage()
@@ -114,6 +116,20 @@ class AdmissionStats(object):
 
 
 class Pool(object):
+    # Typed for the compiled core (what the eviction loop reads natively).
+    used: float
+    cached: float
+    cap: float
+    block: float
+    reserved: float
+    entries: Dict[int, CacheEntry]
+    dead: List[CacheEntry]
+    lru: List[Tuple[int, CacheEntry]]
+    stats: PoolStats
+    sim: Any
+    evict_keys: Any
+    spill: Any
+
     def __init__(self, sim, index, decl, compiler):
         self.sim = sim
         self.index = index
@@ -278,19 +294,19 @@ class Pool(object):
         e = self.entries.get(serial)
         return e.units if e is not None else 0.0
 
-    def make_room(self, need):
+    def make_room(self, need: float) -> None:
         """Evict until ``used + cached + need <= cap``."""
         # Under lru with no spill, nothing but this loop changes the entries:
         # an entry partly evicted keeps the smallest key and stays the victim.
         lru = self.evict_keys is None and self.spill is None
-        e = None
+        e: Optional[CacheEntry] = None
         while self.used + self.cached + need > self.cap + EPS and (self.entries or self.dead):
             if e is None or not lru or e.units <= EPS:
                 e = self.victim_entry()
             piece = min(self.block, e.units) if self.block else e.units
             self.evict(e, piece)
 
-    def join_lru(self, e):
+    def join_lru(self, e: CacheEntry) -> None:
         """``e`` is a member with a new seq: its item in the LRU heap."""
         e.member = True
         lru = self.lru
@@ -299,7 +315,7 @@ class Pool(object):
             lru[:] = [(m.seq, m) for m in list(self.entries.values()) + self.dead]
             heapq.heapify(lru)
 
-    def victim_entry(self):
+    def victim_entry(self) -> CacheEntry:
         if self.evict_keys is None:
             # The key (released, seq) orders as seq alone: both are set
             # together, seq increasing and the release time not decreasing.
@@ -312,8 +328,8 @@ class Pool(object):
                 heapq.heappop(lru)
             raise AssertionError("a pool with cached entries has no LRU victim")
         entries = list(self.entries.values()) + self.dead
-        best = None
-        best_key = None
+        best: Any = None
+        best_key: Any = None
         now = self.sim.now
         ctx = self.ectx
         for e in entries:
@@ -328,7 +344,7 @@ class Pool(object):
                 best, best_key = e, key
         return best
 
-    def evict(self, e, piece):
+    def evict(self, e: CacheEntry, piece: float) -> None:
         st = self.stats
         e.units -= piece
         self.cached -= piece

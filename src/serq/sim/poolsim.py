@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 from ..errors import RunError
 from .exprs import fmt
-from .holds import Lease, Preempted
+from .holds import Lease, Preempted, try_grow
 from .pools import EPS, Pool, Waiting, round_up, total_key
 from .timeavg import TimeAverages
 
@@ -259,19 +259,7 @@ class PoolSim(TimeAverages):
     # --------------------------------------------------------------- growth
 
     def try_grow(self, run, i, need):
-        p = run.pools[i]
-        others = p.reserved - run.reserve[i]
-        if p.used + others + need > p.cap + EPS:
-            return False
-        p.make_room(need)
-        p.used += need
-        self.touched.add(p)
-        run.alloc[i] += need
-        if run.reserve[i] > 0.0:
-            take = min(run.reserve[i], need)
-            run.reserve[i] -= take
-            p.reserved -= take
-        return True
+        return try_grow(run, i, need)  # (holds.py: compiled with the pools)
 
     def grow(self, s, run, i, d, op):
         """``grow P (d)`` on the innermost hold (a generator: it may wait)."""

@@ -15,6 +15,7 @@ from ..errors import RunError
 from ..ir import nodes as ir
 from ..report.stats import IntervalAverage, ItlHistogram, Welford
 from .exprs import fmt
+from .holds import try_grow
 from .pools import EPS, round_up, total_key
 from .stages import Stage
 
@@ -382,7 +383,6 @@ class Step(Stage):
         the state the general procedure would have reached, for it to go on."""
         assigned: List[List[Any]] = []
         left = B
-        try_grow = self.sim.try_grow
         for j in self.residents:
             if not j.decode or j.stalled:
                 return self.handover(B, C, assigned, left)
