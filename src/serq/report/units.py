@@ -14,7 +14,8 @@ difference of two instants), found by this small inference over the IR:
   every `set` of it assigns an instant (a duration): `set t0 = now;`,
   `mark first_token;`; the built-in `think` (a trace's think time) is a
   duration;
-* ``i - i`` is a duration; ``i + d``, ``d + i``, ``i - d`` an instant;
+* ``i - i`` is a duration; a number added to or taken from a time is a
+  duration (``t0 + 2``, ``now - 5``); ``i + d``, ``d + i``, ``i - d`` an instant;
   ``d + d``, ``d - d`` a duration; ``min``/``max`` of two of one kind,
   and ``c ? x : y`` with both branches of one kind, are of that kind;
   ``-d`` is a duration;
@@ -43,6 +44,12 @@ def _kind(e: ir.Expr, attrs: Dict[int, Optional[str]]) -> Optional[str]:
         return attrs.get(e.slot)
     if t is ir.Binary:
         a, b = _kind(e.left, attrs), _kind(e.right, attrs)
+        if e.op in ("Add", "Sub") and (a is None) != (b is None):
+            # a number added to a time is a duration: `t0 + 2`, `now - 5`
+            if type(e.left) is ir.Num:
+                a = DURATION
+            elif type(e.right) is ir.Num:
+                b = DURATION
         if a is None or b is None:
             return None
         if e.op == "Sub":
