@@ -26,7 +26,10 @@ over the request.  A request with **no sample** of the observation does not
 meet it (a request that skipped the server, or was turned away).
 Samples recorded before a session's first ``turn;`` belong to its first
 request.  With ``per="session"`` the unit is the session: it meets an SLO
-when each of its requests does.
+when each of its requests does (for an observation recorded once per
+session, in the workload's ``init``, when that sample does: under the
+default ``per="request"`` such an observation is an error in a program
+whose sessions take turns, having no sample per request).
 
 Results (:class:`SloResult`): for each SLO and for all together, the
 *attainment* (the share of counted requests meeting it) with a 95 %
@@ -262,22 +265,26 @@ def evaluate(sim, slos: Sequence[Slo], per: str = "request") -> SloResult:
                 missing[j] += 1
             elif slo.met(x):
                 row[i] = 1.0
-    all_flags = [1.0 if all(flags[j][i] for j in range(len(slos))) else 0.0
-                 for i in range(len(keys))]
     units = keys
-    if per == "session":  # a session meets an SLO when each of its requests does
+    if per == "session":
+        # A session meets an SLO when each of its requests does; for an
+        # observation recorded once per session (in `init`), when its first
+        # request (which holds that sample) does.
+        once = _init_only(prog) if turns_kept else set()
         groups: Dict[int, List[int]] = {}
         for i, (serial, _) in enumerate(keys):
             groups.setdefault(serial, []).append(i)
         order = sorted(groups)
 
-        def fold(row: List[float]) -> List[float]:
-            return [1.0 if all(row[i] for i in groups[s]) else 0.0 for s in order]
-        missing = [sum(1 for s in order if any(keys[i] not in values[j] for i in groups[s]))
+        def members(j: int, serial: int) -> List[int]:
+            return groups[serial][:1] if slos[j].obs in once else groups[serial]
+        missing = [sum(1 for s in order if any(keys[i] not in values[j] for i in members(j, s)))
                    for j in range(len(slos))]
-        flags = [fold(row) for row in flags]
-        all_flags = fold(all_flags)
+        flags = [[1.0 if all(flags[j][i] for i in members(j, s)) else 0.0 for s in order]
+                 for j in range(len(slos))]
         units = [(s, 0) for s in order]
+    n = len(units)
+    all_flags = [1.0 if all(flags[j][i] for j in range(len(slos))) else 0.0 for i in range(n)]
     rows = []
     for j, slo in enumerate(slos):
         share, ci = _share(flags[j])
