@@ -224,7 +224,8 @@ def evaluate(sim, slos: Sequence[Slo], per: str = "request") -> SloResult:
     judge it; see the module's notes for which requests count."""
     prog = sim.prog
     turns_kept = has_turns(prog)
-    first = sim.warm_serial
+    # (a run stopped before the warm-up's end measured nothing)
+    first = sim.warm_serial if sim.warm else sim.arrived
     ended: Dict[int, int] = sim.session_turns
     # Requests in arrival order: (serial, turn) for turn 1..n.
     keys: List[Tuple[int, int]] = []
