@@ -38,7 +38,9 @@ import heapq
 from typing import Any, List, Optional, Tuple
 
 from ..ir import nodes as ir
+from ..report.stats import TimeAverage
 from .pools import EPS, round_up
+from .step import Step, StepJob
 from .timeavg import TICKS_KEPT
 
 #: Stage queries that read residents' tokens left (lazy during a stretch).
@@ -93,22 +95,23 @@ class Folding(object):
     """A stretch in progress: the residents as the stretch found them and
     the number of folded iteration starts and ends since."""
 
-    def __init__(self, st: Any, sim: Any) -> None:
+    def __init__(self, st: Step, sim: Any) -> None:
         self.st = st
         self.sim = sim
-        self.jobs: List[Any] = list(st.residents)
+        self.jobs: List[StepJob] = list(st.residents)
         self.assigned: List[List[Any]] = [[j, 1.0] for j in self.jobs]
-        self.n = len(self.jobs)
+        self.n: int = len(self.jobs)
         self.rem0: List[float] = [j.remaining for j in self.jobs]
-        self.rmin = min(self.rem0)
+        self.rmin: float = min(self.rem0)
         self.pos0: List[float] = []
         self.mem: List[float] = []
         # (launch index of the next growth, resident index)
         self.grows: List[Tuple[int, int]] = []
-        self.starts = 0  # folded iteration starts (positions moved on)
-        self.ends = 0  # folded iteration ends (tokens left counted down)
-        self.last_end = sim.now
+        self.starts: int = 0  # folded iteration starts (positions moved on)
+        self.ends: int = 0  # folded iteration ends (tokens left counted down)
+        self.last_end: float = sim.now
         self.pool: Any = None
+        self.warm: bool = bool(sim.warm)  # (no event changes it during a stretch)
 
     def setup(self) -> bool:
         """Whether the stretch can start now (the residents' state)."""
@@ -175,7 +178,9 @@ class Folding(object):
         used = pool.used
         reserved = pool.reserved
         for _, idx in sorted(x for x in grows if x[0] == k):
-            run, i = self.jobs[idx].grow
+            g = self.jobs[idx].grow
+            assert g is not None  # (only growing residents are in grows)
+            run, i = g
             alloc = run.alloc[i]
             extra = (self.pos0[idx] + float(k)) + 1.0 - alloc
             need = round_up(alloc + extra, pool.block) - alloc
@@ -213,6 +218,7 @@ class Folding(object):
             if st.cost_totals:
                 self.mem[idx] = st.memory_of(self.jobs[idx].session)
         self.starts += 1
+        st.folded += 1
         ctx = st.ctx
         n = float(self.n)
         ctx.ntok = n
@@ -236,8 +242,8 @@ class Folding(object):
         st = self.st
         st.account(now)
         st.running = None
-        if self.sim.warm:
-            st.stats.itl.add_repeat(now - self.last_end, self.n)
+        if self.warm:
+            st.itl.add_repeat(now - self.last_end, self.n)
         self.last_end = now
         self.ends += 1
 
@@ -265,11 +271,11 @@ class Folding(object):
 def _settle_tail(sim: Any, now: float) -> None:
     """The end of ``Settle.settle`` (the live average, the event times, the
     records), for an event after which nothing else ran."""
-    a = sim.live_avg
+    a: TimeAverage = sim.live_avg
     a.area += a.value * (now - a.last)
     a.last = now
     a.value = float(sim.live)
-    ticks = sim.ticks
+    ticks: List[float] = sim.ticks
     if ticks[-1] != now:
         ticks.append(now)
         if len(ticks) > TICKS_KEPT:
@@ -283,7 +289,7 @@ def _settle_tail(sim: Any, now: float) -> None:
         record(now)
 
 
-def _quiet_others(sim: Any, st: Any) -> bool:
+def _quiet_others(sim: Any, st: Step) -> bool:
     """No other step stage would plan at this settle."""
     for other in sim.steps:
         if other is not st and other.running is None and other.pending():
@@ -291,12 +297,12 @@ def _quiet_others(sim: Any, st: Any) -> bool:
     return True
 
 
-def fold(sim: Any, st: Any, horizon: float, max_events: Optional[int], checks: bool) -> None:
+def fold(sim: Any, st: Step, horizon: float, max_events: Optional[int], checks: bool) -> None:
     """Run ``st``'s iterations from the event loop while they fold (see the
     module's text).  Leaves the simulator as the general loop would have
     after the same events, with the next one not yet run."""
-    heap = sim.heap
-    gauges = sim.gauges
+    heap: List[Any] = sim.heap
+    gauges: List[Any] = sim.gauges
     f: Optional[Folding] = None
     if not st.residents:
         return

@@ -223,18 +223,21 @@ class Step(Stage):
         self.planning_left: Optional[float] = None
         self.admits: List[Any] = []  # pools this stage admits (set by the simulator)
         st = self.stats
-        st.prefill_only = IntervalAverage()
-        st.decode_only = IntervalAverage()
-        st.mixed = IntervalAverage()
-        st.decodes = IntervalAverage()
+        # the step statistics, in the stats (the report reads them there)
+        # and typed here, so that compiled, the loop reaches them natively
+        self.avg_prefill_only = st.prefill_only = IntervalAverage()
+        self.avg_decode_only = st.decode_only = IntervalAverage()
+        self.avg_mixed = st.mixed = IntervalAverage()
+        self.avg_decodes = st.decodes = IntervalAverage()
         self.iter_start = 0.0
         # decode folding (fold.py): whether this stage may fold in this run,
         # and the heap entry of its running iteration's end
         self.fold_ok = False
+        self.folded = 0  # iterations run folded (tests, bench)
         self.end_entry: Any = None
-        st.decode_batch = Welford()
-        st.decode_step = Welford()
-        st.itl = ItlHistogram()
+        self.decode_batch = st.decode_batch = Welford()
+        self.decode_step = st.decode_step = Welford()
+        self.itl = st.itl = ItlHistogram()
 
     # ------------------------------------------------------------ residents
 
@@ -695,14 +698,16 @@ class Step(Stage):
         self.running_kind = (npre > 0, ndec > 0)
         self.running_decodes = ndec
         if sim.warm and ndec > 0:
-            self.stats.decode_batch.add(ndec)
-            self.stats.decode_step.add(cost)
+            self.decode_batch.add(ndec)
+            self.decode_step.add(cost)
         if sim.trace_iterations is not None:
             sim.trace_iterations(self, plan, assigned, cost)
         # sim.schedule(now + cost, …), keeping the entry: a stretch of
         # decodes folds while it is the heap's first (fold.py)
         sim.seq += 1
-        entry = (sim.now + cost, sim.seq, self.iteration_end, None)
+        # (typed Any: compiled, a tuple of known item types is a C struct,
+        # boxed anew at each use, and the heap's item would not be this one)
+        entry: Any = (sim.now + cost, sim.seq, self.iteration_end, None)
         heappush(sim.heap, entry)
         self.end_entry = entry
         if plan is None and self.fold_ok:
@@ -765,11 +770,11 @@ class Step(Stage):
         self.running = None
         warm = sim.warm
         slot = sim.turn_slot
-        itl = self.stats.itl
+        itl = self.itl
         # Gaps are added in runs of equal values (``add_repeat``: the same
         # float sum as one ``add`` each): in a batch of decodes most
         # residents' previous token ended with the previous iteration.
-        gap: Optional[float] = None
+        gap = math.nan  # (no run yet: no x equals it; runs are added only when repeat > 0)
         repeat = 0
         j: StepJob
         t: float
@@ -821,13 +826,12 @@ class Step(Stage):
     def account(self, now: float) -> None:
         """The running iteration's share of the mix averages, up to ``now``
         (at its end, or at the run's end for one still running)."""
-        st = self.stats
         pre, dec = self.running_kind
         t0 = self.iter_start
-        st.prefill_only.add(t0, now, 1.0 if pre and not dec else 0.0)
-        st.decode_only.add(t0, now, 1.0 if dec and not pre else 0.0)
-        st.mixed.add(t0, now, 1.0 if pre and dec else 0.0)
-        st.decodes.add(t0, now, self.running_decodes)
+        self.avg_prefill_only.add(t0, now, 1.0 if pre and not dec else 0.0)
+        self.avg_decode_only.add(t0, now, 1.0 if dec and not pre else 0.0)
+        self.avg_mixed.add(t0, now, 1.0 if pre and dec else 0.0)
+        self.avg_decodes.add(t0, now, self.running_decodes)
 
     def close(self, end: float) -> None:
         if self.running is not None:
@@ -835,8 +839,8 @@ class Step(Stage):
 
     def restart(self, now: float) -> None:
         Stage.restart(self, now)
-        st = self.stats
-        for avg in (st.prefill_only, st.decode_only, st.mixed, st.decodes):
+        for avg in (self.avg_prefill_only, self.avg_decode_only, self.avg_mixed,
+                    self.avg_decodes):
             avg.restart(now)
 
     preempt_count = 0

@@ -1,0 +1,92 @@
+"""Exact decode folding (src/serq/sim/fold.py): a stretch of decode-only
+iterations run from the event loop gives the same report bytes as the
+general path, and as pyserq 0.1.3, and it does fold."""
+from pathlib import Path
+
+import pytest
+
+from serq.compiler import compile_program
+from serq.report.jsonfmt import report_json
+from serq.runner import run_program, simulate
+from serq.sim import fold
+
+ROOT = Path(__file__).resolve().parent.parent
+HERE = ROOT / "tests" / "data" / "fold"
+PROGRAMS = sorted(HERE.glob("*.sq")) + [ROOT / "bench" / "programs" / "chat_cache.sq"]
+
+
+def _run(path, enabled, **kw):
+    saved = fold.ENABLED[0]
+    fold.ENABLED[0] = enabled
+    try:
+        return run_program(compile_program(str(path), **kw))
+    finally:
+        fold.ENABLED[0] = saved
+
+
+def _sim(path, **kw):
+    return simulate(compile_program(str(path), **kw))
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)
+def test_folded_report_is_the_general_paths(path):
+    assert report_json(_run(path, True)) == report_json(_run(path, False))
+
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.stem)
+def test_folded_report_is_the_references(path):
+    pyserq = pytest.importorskip("pyserq")
+    assert report_json(_run(path, True)) == pyserq.run(pyserq.compile(path=str(path))).json()
+
+
+def test_long_decodes_fold_almost_every_iteration():
+    st = _sim(HERE / "long_decode.sq").steps[0]
+    assert st.iterations > 10000
+    assert st.folded > 0.95 * st.iterations
+
+
+def test_a_tight_pool_folds_between_preemptions():
+    # growths stop fitting (preemption), the cost draws a random number per
+    # iteration and a gauge reads the pool at every event: the stretches
+    # stop and start again, and the report is still the reference's (above)
+    sim = _sim(HERE / "tight_kv.sq")
+    st = sim.steps[0]
+    assert sim.pools[0].stats.preemptions > 0
+    assert 0.2 * st.iterations < st.folded < st.iterations
+
+
+def test_replicas_fold_between_each_others_iterations():
+    sim = _sim(HERE / "replicas.sq")
+    assert all(st.folded > 0 for st in sim.steps)
+
+
+def test_an_event_limit_inside_a_stretch_stops_where_the_general_path_does():
+    path = HERE / "long_decode.sq"
+    for limit in (1000, 4096, 12345):
+        a = _run_limited(path, True, limit)
+        b = _run_limited(path, False, limit)
+        assert a == b
+
+
+def _run_limited(path, enabled, max_events):
+    saved = fold.ENABLED[0]
+    fold.ENABLED[0] = enabled
+    try:
+        sim = simulate(compile_program(str(path)), max_events=max_events)
+    finally:
+        fold.ENABLED[0] = saved
+    return sim.events, sim.now, sim.partial, sim.steps[0].iterations
+
+
+def test_no_folding_under_the_iteration_trace():
+    # the trace reports each iteration's plan: folding is off there
+    sim_steps = []
+
+    def trace(stage, plan, assigned, cost):
+        sim_steps.append(cost)
+    prog = compile_program(str(HERE / "long_decode.sq"), horizon=150.0)
+    from serq.sim.engine import Simulator
+    sim = Simulator(prog)
+    sim.trace_iterations = trace
+    sim.run()
+    assert sim.steps[0].folded == 0 and len(sim_steps) == sim.steps[0].iterations
