@@ -274,7 +274,8 @@ def test_json_is_the_reference_and_extended_has_the_findings(files, name):
     ext = cli("run", files[name], "--json", "--extended")
     assert ext.returncode == 0, ext.stderr
     d = json.loads(ext.stdout)
-    assert list(d)[-1] == "extended" and list(d["extended"]) == ["admission", "findings"]
+    assert list(d)[-1] == "extended"
+    assert list(d["extended"]) == ["admission", "findings", "observes", "stages", "rates"]
     base = json.loads(plain.stdout)
     assert {k: v for k, v in d.items() if k != "extended"} == base
     expected = [f.to_dict() for f in findings_of(PROGRAMS[name])]
@@ -285,7 +286,8 @@ def test_json_is_the_reference_and_extended_has_the_findings(files, name):
 def test_partial_run_keeps_its_keys(files):
     r = cli("run", files["deadlock_step"], "--json", "--extended", "--max-events", "5")
     assert r.returncode == 0, r.stderr
-    assert list(json.loads(r.stdout)["extended"]) == ["partial", "admission", "findings"]
+    assert list(json.loads(r.stdout)["extended"]) == ["partial", "admission", "findings",
+                                                      "observes", "stages", "rates"]
 
 
 def test_fail_on_findings_leaves_errors_alone(tmp_path):

@@ -121,7 +121,12 @@ class Observe(object):
     numpy float64 arrays, ``sessions`` and ``turns`` int64 arrays (pyserq
     gives lists; an array indexes, iterates and sums like one, and
     ``.tolist()`` gives the list); each access makes a new one: bind it
-    once.  Without numpy (PyPy) they are lists."""
+    once.  Without numpy (PyPy) they are lists.
+
+    serq's own (not pyserq's): ``p50``, ``p90`` and ``p99_9``, nearest-rank
+    percentiles as ``p99`` is (``None`` without samples), and ``unit``:
+    ``"s"`` for an observation of times, ``None`` for the program's units
+    (docs/cli.md, "Percentiles, units and rates")."""
 
     def __init__(self, row, series):
         self.name = row.name
@@ -130,6 +135,9 @@ class Observe(object):
         self.ci = row.ci
         self.cv2 = row.cv2
         self.p99 = row.p99
+        qs = row.quantiles or [None, None, row.p99, None]
+        self.p50, self.p90, self.p99_9 = qs[0], qs[1], qs[3]
+        self.unit: Optional[str] = row.unit
         self._series = series
 
     @property
@@ -197,6 +205,13 @@ class Report(object):
         self._gauges = [Gauge(report.gauges[g.name], g) for g in sim.gauges]
         self.stages = list(report.stages)
         self.pools = list(report.pools)
+        #: serq's own: sessions, turns, requests and generated (decode)
+        #: tokens a second over [warmup, end] (``serq.report.model.Rates``).
+        self.rates = report.rates
+        #: serq's own: the goodput and attainment of the SLOs given to
+        #: ``serq.run(..., slo=[...])`` (``serq.report.slo.SloResult``),
+        #: None without SLOs.
+        self.slo = report.slo
 
     @property
     def observes(self) -> Dict[str, Observe]:
@@ -316,13 +331,30 @@ def _frame_cell(v):
     return v
 
 
-def run(program: Program) -> Report:
+def run(program: Program, *, slo: Optional[Sequence[str]] = None,
+        slo_per: str = "request") -> Report:
     """Simulate a compiled program.  Ctrl-C stops the run at the next event
     and raises ``serq.Interrupted`` (a ``KeyboardInterrupt``) whose
     ``report`` is the partial report: ``report.partial`` is
-    ``"interrupted"`` and ``report.end`` the time it stopped at."""
-    sim = simulate(program.ir)
-    report = Report(build_report(sim), sim)
+    ``"interrupted"`` and ``report.end`` the time it stopped at.
+
+    serq's own: ``slo``, SLO texts as ``serq run --slo`` takes them
+    (``["ttft <= 0.5", "tpot <= 50ms"]``), and ``slo_per`` (``"request"``
+    or ``"session"``) give the report's ``slo``: the goodput and each SLO's
+    attainment (``serq.report.slo.SloResult``).  A malformed SLO or an
+    unknown observation raises ``serq.errors.UsageError`` before the run."""
+    slos = None
+    if slo is not None:
+        from .report.slo import parse_slos
+        if isinstance(slo, str):
+            slo = [slo]
+        slos = parse_slos(list(slo), program.ir, slo_per)
+    sim = simulate(program.ir, track_requests=slos is not None)
+    built = build_report(sim)
+    if slos is not None:
+        from .report.slo import evaluate
+        built.slo = evaluate(sim, slos, slo_per)
+    report = Report(built, sim)
     if sim.partial == "interrupted":
         from .interrupt import Interrupted
         raise Interrupted("serq.run: interrupted at t = %r of a horizon of %r: the partial "

@@ -1,7 +1,8 @@
 """The ``serq`` command line.
 
     serq run   FILE [--json [--extended]] [--admission] [--dump DIR] [--quiet]
-               [--no-samples] [--fail-on-findings]
+               [--no-samples] [--fail-on-findings] [--slo 'NAME <= BOUND']...
+               [--slo-per request|session]
                [overrides as for `ir`]
     serq check FILE [--strict] [--set NAME=EXPR]... [--def NAME=EXPR]...
     serq ir    FILE [--set …]... [--def …]... [--seed N] [--horizon T]
@@ -31,8 +32,9 @@ however malformed, ends in a Python traceback.
 Beyond the reference (report/admission.py): ``--admission`` prints the
 admission table (head-of-line blocking, reserve held, preemptions and their
 storm) after the text report; ``--json --extended`` adds one last key,
-``"extended": {"admission": [...], "findings": [...]}`` (and ``partial``
-first for a stopped run), after the reference's fields, which stay
+``"extended": {"admission": [...], "findings": [...], "observes": {...},
+"stages": [...], "rates": {...}}`` (``partial`` first for a stopped run,
+``slo`` last under ``--slo``), after the reference's fields, which stay
 byte-identical (without ``--extended`` the JSON is the reference's).
 """
 import argparse
@@ -88,6 +90,15 @@ def _run_parser(r) -> None:
                    "batch ends (within 1%% on long M/M/1 runs); p99 is within 0.5%% "
                    "(relative) of the exact one, from 1%% log buckets; not with --dump "
                    "(see docs/divergences.md)")
+    r.add_argument("--slo", action="append", default=[], metavar="'NAME <= BOUND'",
+                   help="a service-level objective on an observation (`ttft <= 0.5`, "
+                   "`tpot <= 50ms`; ops <= < >= >), repeatable: the report adds the share of "
+                   "requests meeting each and all, with 95%% CIs, and the goodput (requests "
+                   "meeting every SLO a second); a request's samples of one observation are "
+                   "judged by their mean, a missing one fails (docs/cli.md)")
+    r.add_argument("--slo-per", choices=("request", "session"), default="request",
+                   help="the unit the SLOs judge: a request (one per turn; the default) or a "
+                   "session (it meets an SLO when each of its requests does)")
     r.add_argument("--trace-iterations", metavar="FILE",
                    help="write one line per step iteration to FILE (`-`: stderr)")
     r.add_argument("--max-events", type=_pos_int, metavar="N",
@@ -368,6 +379,15 @@ def _cmd_run(args) -> int:
     if args.no_samples and args.dump:
         raise UsageError("`--dump` writes every sample, which `--no-samples` does not keep")
     prog = _load(args)
+    slos = None
+    if args.slo:
+        if args.no_samples:
+            raise UsageError("`--slo` joins each request's samples, which `--no-samples` does "
+                             "not keep")
+        from .report.slo import parse_slos
+        slos = parse_slos(args.slo, prog, args.slo_per)
+    elif args.slo_per != "request":
+        raise UsageError("`--slo-per` says what the SLOs judge: give them with --slo")
     progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
     trace = None
     if args.trace_iterations == "-":
@@ -381,7 +401,8 @@ def _cmd_run(args) -> int:
         sim = simulate(prog, progress, args.check_invariants,
                        None if trace is None else trace.line, args.no_samples,
                        args.max_events, args.max_wall,
-                       on_start=None if stop is None else stop.attach)
+                       on_start=None if stop is None else stop.attach,
+                       track_requests=slos is not None)
     except SerqError:
         # The iterations up to the error are what one reads to find it.
         if trace is not None:
@@ -408,7 +429,12 @@ def _cmd_run(args) -> int:
     failures = []
     if trace is not None:
         trace.finish(failures)
-    report = build_report(sim)
+    # serq's own measures (percentiles, units, rates) cost a sort of each
+    # observation: not for the reference's JSON alone.
+    report = build_report(sim, extras=not args.json or args.extended)
+    if slos is not None:
+        from .report.slo import evaluate
+        report.slo = evaluate(sim, slos, args.slo_per)
     if args.dump:
         from .report.dump import write_dump
         try:
@@ -429,7 +455,11 @@ def _cmd_run(args) -> int:
             extended = (extended or []) + [("admission", admission_json(rows))]
     findings = report_findings(report)
     if args.extended:
-        extended = (extended or []) + [("findings", findings_json(findings))]
+        from .report.jsonfmt import extras_json
+        extended = (extended or []) + [("findings", findings_json(findings))] + \
+            extras_json(report)
+        if report.slo is not None:
+            extended.append(("slo", report.slo.json()))
     if args.json:
         sys.stdout.write(report_json(report, extended) + "\n")
     else:

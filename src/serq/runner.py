@@ -11,13 +11,17 @@ from .tracefile import read_trace
 
 def simulate(program: ir.Program, progress=None, check_invariants=False,
              trace_iterations=None, no_samples=False, max_events=None,
-             max_wall=None, on_start=None) -> Simulator:
+             max_wall=None, on_start=None, track_requests=False) -> Simulator:
     """Run ``program``; ``trace_iterations(line)`` receives one line per step
     iteration (see ``iteration_line``); ``no_samples`` keeps observations as
     running statistics only (``serq run --no-samples``); ``on_start(sim)``
-    is called just before the simulation starts (``interrupt.Stop.attach``)."""
+    is called just before the simulation starts (``interrupt.Stop.attach``);
+    ``track_requests`` notes each session's turns at its end, which the SLO
+    goodput needs (report/slo.py)."""
     trace = read_trace(trace_path(program)) if program.trace is not None else None
     sim = Simulator(program, trace, check_invariants, no_samples)
+    if track_requests:
+        sim.track_requests()
     if trace_iterations is not None:
         sim.trace_iterations = lambda st, plan, assigned, cost: trace_iterations(
             iteration_line(sim, st, plan, assigned, cost))

@@ -189,7 +189,7 @@ class Simulator(object):
         out: Dict[str, float] = {}
         for name in ("ttft", "tpot", "e2el"):
             summarize(name, list(obs[name].values) if name in obs else [], out)
-        report = build_report(sim)
+        report = build_report(sim, extras=False)
         gpu = [s for s in report.stages if s.name == "gpu"][0]
         for key, attr in (("itl_median", "itl_p50"), ("itl_p99", "itl_p99"),
                           ("itl_mean", "mean_itl")):

@@ -5,8 +5,10 @@ samples taken after warm-up; counts follow the feature map §8.
 """
 from ..ir import nodes as ir
 from .findings import compute_findings
-from .model import ClaimRow, GaugeRow, ObserveRow, PoolRow, Report, StageRow
+from .model import ClaimRow, GaugeRow, ObserveRow, PoolRow, Rates, Report, StageRow
+from .quantiles import histogram_quantiles, observation_quantiles
 from .stats import summarize_gauge, summarize_running, summarize_samples
+from .units import observation_units
 
 _TESTS = ("Lt", "Le", "Gt", "Ge", "Eq", "Ne", "And", "Or")
 
@@ -49,18 +51,48 @@ def claim_row(c, live: int) -> ClaimRow:
     return ClaimRow(c.name, kind, result, c.checked, c.failures, c.first, None)
 
 
-def build_report(sim) -> Report:
+def _decode_tokens(stats) -> int:
+    """Decodes served by the iterations begun after warm-up (the decode
+    batch sizes' sum, from their mean and count)."""
+    w = stats.decode_batch
+    return int(round(w.n * w.mean)) if w.n else 0
+
+
+def rates(report: Report, has_turns: bool) -> Rates:
+    """The report's :class:`Rates` from its counts and step rows."""
+    span = report.end - report.warmup
+    per = (lambda x: x / span) if span > 0 else (lambda x: 0.0)
+    tokens = None
+    steps = [s.decode_tokens for s in report.stages if s.decode_tokens is not None]
+    if steps:
+        tokens = sum(steps)
+    sessions, turns = per(report.ended), per(report.turns)
+    return Rates(span=span, sessions=sessions, turns=turns,
+                 requests=turns if has_turns else sessions,
+                 tokens=None if tokens is None else per(tokens), decode_tokens=tokens)
+
+
+def build_report(sim, extras: bool = True) -> Report:
+    """The report of a finished run.  ``extras`` (serq's own measures, not
+    the reference's JSON: the percentiles, units and rates) may be left out
+    where only the reference's JSON is printed: it sorts each observation's
+    samples once more."""
     prog = sim.prog
     end = sim.end
     span = end - prog.warmup
     tests = _test_observations(prog)
+    units = observation_units(prog) if extras else None
     observes = {}
     for i, o in enumerate(sim.observations):
         if o.running:  # --no-samples: ci and p99 estimated (report/stats.py)
             count, mean, ci, cv2, p99 = summarize_running(o.summary)
         else:
             count, mean, ci, cv2, p99 = summarize_samples(o.values)
-        observes[o.name] = ObserveRow(o.name, count, mean, ci, cv2, p99, is_test=i in tests)
+        row = ObserveRow(o.name, count, mean, ci, cv2, p99, is_test=i in tests)
+        if units is not None:
+            row.quantiles = observation_quantiles(o)
+            row.unit = units[i]
+        observes[o.name] = row
     gauges = {}
     for g in sim.gauges:
         mean, ci, lo, hi = summarize_gauge(g.times, g.values, prog.warmup, end)
@@ -88,6 +120,9 @@ def build_report(sim) -> Report:
             row.itl_p50 = s.itl.quantile(0.5)
             row.itl_p99 = s.itl.quantile(0.99)
             row.idle_with_work = st.idle_with_work
+            if extras:
+                row.itl_quantiles = histogram_quantiles(s.itl)
+                row.decode_tokens = _decode_tokens(s)
         stages.append(row)
     pools = []
     for p in sim.pools:
@@ -106,4 +141,6 @@ def build_report(sim) -> Report:
         claims=[claim_row(c, sim.live) for c in sim.claims] if sim.claims else None,
         stages=stages, pools=pools)
     report.findings = compute_findings(sim, report)
+    if extras:
+        report.rates = rates(report, any(type(x) is ir.Turn for x in ir.walk(prog.blocks)))
     return report

@@ -130,3 +130,40 @@ def report_json(report: Report, extended=None) -> str:
     if extended is not None:
         pairs.append(("extended", _object(extended)))
     return _object(pairs)
+
+
+def _quantile_pairs(qs) -> List:
+    from .quantiles import QUANTILES
+    return [(name.replace(".", "_"), _value(q)) for (_, name), q in zip(QUANTILES, qs)]
+
+
+def extras_json(report: Report) -> List:
+    """serq's own measures of a report as ``(key, json_text)`` pairs for
+    ``--json --extended``: ``observes`` (each observation's ``unit``, ``null``
+    for the program's units, and ``p50 p90 p99 p99_9``), ``stages`` (per
+    member: ``name``, ``index``, and for a step stage ``decode_tokens``,
+    ``tokens_per_s`` and ``itl_p50 itl_p90 itl_p99 itl_p99_9``, null
+    otherwise) and ``rates`` (report/model.py ``Rates``).  Empty for a
+    report built without extras."""
+    if report.rates is None:
+        return []
+    obs = []
+    for name, o in report.observes.items():
+        obs.append((name, _object([("unit", _value(o.unit))]
+                                  + _quantile_pairs(o.quantiles or [None] * 4))))
+    span = report.rates.span
+    stages = []
+    for s in report.stages:
+        tokens = s.decode_tokens
+        rate = None if tokens is None or span <= 0 else tokens / span
+        stages.append(_object(
+            [("name", _value(s.name)), ("index", _value(s.index)),
+             ("decode_tokens", _value(tokens)), ("tokens_per_s", _value(rate))]
+            + [("itl_" + k, v) for k, v in _quantile_pairs(s.itl_quantiles or [None] * 4)]))
+    rt = report.rates
+    rates = _object([("span", _value(rt.span)), ("sessions_per_s", _value(rt.sessions)),
+                     ("turns_per_s", _value(rt.turns)), ("requests_per_s", _value(rt.requests)),
+                     ("generated_tokens", _value(rt.decode_tokens)),
+                     ("generated_tokens_per_s", _value(rt.tokens))])
+    return [("observes", _object(obs)), ("stages", "[" + ",".join(stages) + "]"),
+            ("rates", rates)]

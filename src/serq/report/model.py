@@ -15,6 +15,7 @@ from .._dataclass import dataclass, field
 
 if TYPE_CHECKING:
     from .findings import Finding
+    from .slo import SloResult
 
 SERQ_VERSION = "0.1.3"
 
@@ -32,6 +33,11 @@ class ObserveRow:
     cv2: Optional[float]
     p99: Optional[float]
     is_test: bool = False
+    # serq's own (not in the reference's JSON; report/quantiles.py,
+    # report/units.py): the p50, p90, p99 and p99.9 (p99 as above), and
+    # "s" for an observation of times (None: the program's units).
+    quantiles: Optional[List[Optional[float]]] = field(default=None, compare=False)
+    unit: Optional[str] = field(default=None, compare=False)
 
     JSON_FIELDS = ("count", "mean", "ci", "cv2", "p99")
 
@@ -91,6 +97,11 @@ class StageRow:
     itl_p50: Optional[float]
     itl_p99: Optional[float]
     idle_with_work: bool
+    # serq's own (not in the reference's JSON): a step stage's ITL p50, p90,
+    # p99, p99.9 (report/quantiles.py) and its decode tokens after warm-up
+    # (the generated tokens, see Rates); None for other stages.
+    itl_quantiles: Optional[List[Optional[float]]] = field(default=None, compare=False)
+    decode_tokens: Optional[int] = field(default=None, compare=False)
 
     JSON_FIELDS = (
         "name", "index", "mean_number", "utilization", "completed",
@@ -131,6 +142,30 @@ class PoolRow:
 
 
 @dataclass
+class Rates:
+    """serq's own: rates over the measurement interval ``[warmup, end]``
+    (``span`` seconds).
+
+    * ``sessions``: sessions ended after warm-up, a second (``ended / span``);
+    * ``turns``: turns begun after warm-up, a second (``turns / span``);
+    * ``requests``: ``turns`` for a program whose sessions take turns, else
+      ``sessions`` (a session is then one request);
+    * ``tokens``: generated tokens a second: the decode tokens of every step
+      stage (each decode a step iteration begun after warm-up serves is one
+      token), ``None`` without a step stage.  The token a prefill yields
+      (an answer's first, in vLLM's accounting) is not a decode and is not
+      counted: add ``requests`` for it."""
+    span: float
+    sessions: float
+    turns: float
+    requests: float
+    tokens: Optional[float]
+    decode_tokens: Optional[int]
+
+    JSON_FIELDS = ("span", "sessions", "turns", "requests", "tokens", "decode_tokens")
+
+
+@dataclass
 class Report:
     """The whole report.  ``claims`` is ``None`` when the program declares
     no claim (the key is then absent from the JSON)."""
@@ -153,6 +188,10 @@ class Report:
     # the end of the run (report/findings.py); None for a report read back
     # from JSON, whose findings come from its rows.
     findings: Optional[List["Finding"]] = field(default=None, compare=False)
+    # serq's own: the rates (None for a report read back from JSON) and the
+    # goodput under `--slo` (report/slo.py; None without SLOs).
+    rates: Optional[Rates] = field(default=None, compare=False)
+    slo: Optional["SloResult"] = field(default=None, compare=False)
 
     SCALAR_FIELDS = ("serq_version", "horizon", "end", "warmup", "seed",
                      "events", "arrivals", "ended", "turns", "mean_live")

@@ -1,22 +1,33 @@
 """The readable report of ``serq run`` (without ``--json``).
 
-serQ 0.1.3 documents the content but not the layout; this one is ours:
+serQ 0.1.3 documents the content but not the layout (it has no text
+report; pyserq gives JSON only); this one is ours:
 
     run: horizon 100 end 100 warmup 0 seed 1 events 210 arrivals 103 ended 101 turns 0 mean live 1.2
+    rates: 1.01 sessions/s
 
-    observe  count      mean   95% CI      cv2      p99
-    lat        101   1.02716  ±0.1764  0.93811  4.39027
+    observe  unit  count     mean   95% CI      cv2      p50      p90      p99    p99.9
+    lat      s       101  1.02716  ±0.1764  0.93811  0.71011  2.36633  4.39027  4.39027
 
-    stage  number    util  done  thru     wait  service  iters
-    gpu      1.21  0.6543   101  1.01  0.21403  0.81312      0
+    stage  number    util  done  thru (/s)  wait (s)  service (s)  iters
+    gpu      1.21  0.6543   101       1.01   0.21403      0.81312      0
 
 followed, when present, by a step table (iteration statistics of stages
 that iterated), the pool, gauge and claim tables, one ``note:`` line per
-claim note and test observation constant 0 over >= 40 samples, and last
-the findings (report/findings.py: a deadlock, a livelock, a queue head over
-the cap, a long backlog, a step stage idle with work), each a ``warning:``
-line naming the pool or stage, then its ``cause:`` and ``remedy:``
-lines.  Numbers have 6
+claim note and test observation constant 0 over >= 40 samples, the SLO
+goodput (``serq run --slo``, report/slo.py) and last the findings
+(report/findings.py: a deadlock, a livelock, a queue head over the cap, a
+long backlog, a step stage idle with work), each a ``warning:`` line naming
+the pool or stage, then its ``cause:`` and ``remedy:`` lines.
+
+The ``rates:`` line gives sessions ended a second, turns begun a second
+(for a program whose sessions take turns) and generated tokens a second
+(decode tokens of the step stages, report/model.py ``Rates``).  An
+observation's ``unit`` is ``s`` when it records times (report/units.py),
+``-`` when it is in the program's own units; its p50 ... p99.9 are
+nearest-rank percentiles as 0.1.3's p99 (report/quantiles.py).  A header
+names its unit when the language fixes it: seconds for times, ``/s`` for
+rates; pool amounts are in the program's units.  Numbers have 6
 significant digits; ``-`` is an absent value; a CI below 40 samples is
 ``NaN``.  Plain text, columns aligned with spaces, ends with a newline.
 """
@@ -24,7 +35,8 @@ import math
 from typing import List, Optional, Sequence
 
 from .findings import report_findings
-from .model import Report
+from .model import Report, StageRow
+from .quantiles import QUANTILES
 
 
 def num(x: Optional[float]) -> str:
@@ -72,6 +84,33 @@ def _member(name: str, index: Optional[int]) -> str:
     return name if index is None else "%s[%d]" % (name, index)
 
 
+def _quantiles(qs: Optional[List[Optional[float]]], p99: Optional[float]
+               ) -> List[Optional[float]]:
+    """The percentile cells; a report without them (read back from JSON)
+    has the p99 alone."""
+    if qs is not None:
+        return qs
+    return [p99 if name == "p99" else None for _, name in QUANTILES]
+
+
+def _itl_quantiles(s: StageRow) -> List[Optional[float]]:
+    if s.itl_quantiles is not None:
+        return s.itl_quantiles
+    return [s.itl_p50 if name == "p50" else s.itl_p99 if name == "p99" else None
+            for _, name in QUANTILES]
+
+
+def _rates_line(r: Report) -> str:
+    rt = r.rates
+    assert rt is not None
+    parts = ["%s sessions/s" % num(rt.sessions)]
+    if r.turns:
+        parts.append("%s turns/s" % num(rt.turns))
+    if rt.tokens is not None:
+        parts.append("%s generated tokens/s" % num(rt.tokens))
+    return "rates: " + ", ".join(parts)
+
+
 def report_text(report: Report) -> str:
     r = report
     out: List[str] = []
@@ -79,29 +118,39 @@ def report_text(report: Report) -> str:
                "ended %d turns %d mean live %s" % (
                    num(r.horizon), num(r.end), num(r.warmup), r.seed, r.events,
                    r.arrivals, r.ended, r.turns, num(r.mean_live)))
+    if r.rates is not None:
+        out.append(_rates_line(r))
     if r.observes:
         out.append("")
-        out += table(("observe", "count", "mean", "95% CI", "cv2", "p99"),
-                     [(o.name, str(o.count), num(o.mean), _ci(o.ci), num(o.cv2), num(o.p99))
-                      for o in r.observes.values()])
+        out += table(("observe", "unit", "count", "mean", "95% CI", "cv2")
+                     + tuple(name for _, name in QUANTILES),
+                     [(o.name, o.unit or "-", str(o.count), num(o.mean), _ci(o.ci), num(o.cv2))
+                      + tuple(num(x) for x in _quantiles(o.quantiles, o.p99))
+                      for o in r.observes.values()], align="llrrrrrrrr")
     if r.stages:
         out.append("")
-        out += table(("stage", "number", "util", "done", "thru", "wait", "service", "iters"),
+        out += table(("stage", "number", "util", "done", "thru (/s)", "wait (s)", "service (s)",
+                      "iters"),
                      [(_member(s.name, s.index), num(s.mean_number), num(s.utilization),
                        str(s.completed), num(s.throughput), num(s.mean_wait),
                        num(s.mean_service), str(s.iterations)) for s in r.stages])
         steps = [s for s in r.stages if s.iterations > 0]
         if steps:
+            span = r.end - r.warmup
             out.append("")
             out += table(("step", "prefill", "decode", "mixed", "decodes", "batch",
-                          "step time", "itl", "itl p50", "itl p99"),
+                          "step time (s)", "tokens/s", "itl (s)")
+                         + tuple("itl %s (s)" % name for _, name in QUANTILES),
                          [(_member(s.name, s.index), num(s.prefill_only), num(s.decode_only),
                            num(s.mixed), num(s.mean_decodes), num(s.mean_decode_batch),
-                           num(s.mean_decode_step), num(s.mean_itl), num(s.itl_p50),
-                           num(s.itl_p99)) for s in steps])
+                           num(s.mean_decode_step),
+                           num(None if s.decode_tokens is None or span <= 0
+                               else s.decode_tokens / span),
+                           num(s.mean_itl))
+                          + tuple(num(x) for x in _itl_quantiles(s)) for s in steps])
     if r.pools:
         out.append("")
-        out += table(("pool", "used", "cached", "queue", "holders", "wait", "admitted",
+        out += table(("pool", "used", "cached", "queue", "holders", "wait (s)", "admitted",
                       "evicted", "units", "preempt", "spills", "rejected", "stuck"),
                      [(_member(p.name, p.index), num(p.mean_used), num(p.mean_cached),
                        num(p.mean_queue), num(p.mean_holders), num(p.mean_wait),
@@ -115,7 +164,7 @@ def report_text(report: Report) -> str:
                       for g in r.gauges.values()])
     if r.claims:
         out.append("")
-        out += table(("claim", "kind", "result", "checked", "failures", "first"),
+        out += table(("claim", "kind", "result", "checked", "failures", "first (s)"),
                      [(c.name, c.kind.replace("_", " "), c.result.replace("_", " "),
                        str(c.checked), str(c.failures), num(c.first)) for c in r.claims],
                      align="lllrrr")
@@ -129,6 +178,9 @@ def report_text(report: Report) -> str:
     if findings:
         out.append("")
         out += findings
+    if r.slo is not None:
+        out.append("")
+        out += r.slo.text_lines()
     warnings = report_findings(r)
     if warnings:
         out.append("")

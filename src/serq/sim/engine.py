@@ -169,6 +169,11 @@ class Simulator(Settle):
         self.roots = {}  # serial -> live session
         self.ended = 0
         self.turns = 0
+        # For `serq run --slo` (report/slo.py): the serial of the first
+        # session to arrive after the warm-up, and, when asked for
+        # (track_requests), the turns each session took when it ended.
+        self.warm_serial = 0
+        self.session_turns = None
         self.init_averages()
         # The pools with stalled growers, a queue or a blocked head, or that
         # had one at the last pool pass (the others have nothing to do).
@@ -287,6 +292,15 @@ class Simulator(Settle):
         if type(ref.index) is ir.Attr:
             return self.prog.attrs[ref.index.slot]
         return "index"
+
+    def track_requests(self):
+        """Note each session's turns when it ends (for the SLO goodput's
+        requests; a dict write per session, not per event)."""
+        self.session_turns = {}
+
+    def end_warmup(self, _=None):
+        self.warm_serial = self.arrived
+        Settle.end_warmup(self, _)
 
     # ------------------------------------------------------------- sessions
 
@@ -456,6 +470,8 @@ class Simulator(Settle):
             for lease in list(s.leases):
                 self.end_lease(lease)
         s.alive = False
+        if self.session_turns is not None:
+            self.session_turns[s.serial] = s.turns
         self.roots.pop(s.serial, None)
         self.live -= 1
         if self.warm:

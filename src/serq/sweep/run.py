@@ -111,7 +111,7 @@ def run_task(task: Task, on_start: Optional[Callable] = None) -> Result:
         sim = simulate(prog, on_start=on_start)
         if sim.partial is not None:
             return i, seed, None
-        return i, seed, run_metrics(sim, build_report(sim))
+        return i, seed, run_metrics(sim, build_report(sim, extras=False))
     except SerqError as e:
         return i, seed, e.render()
 
