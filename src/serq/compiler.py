@@ -13,7 +13,8 @@ from .link import Overrides, link
 from .syntax import ast
 from .syntax.lexer import tokenize
 from .syntax.parser import Parser, parse_program
-from .tracefile import read_trace
+from .inputfile import InputFileError, read_bytes
+from .tracefile import TraceError, read_trace
 
 # A serving program is a few hundred lines; a file far larger than any program
 # is refused up front instead of keeping the parser busy for minutes.
@@ -35,25 +36,16 @@ def parse_expression(text: str, file: str = "<override>") -> ast.Expr:
 
 def read_source(path: str) -> str:
     """A program file's text; unreadable or non-UTF-8 files are located errors."""
-    def too_big(size: str) -> SyntaxError_:
+    def too_big(size: str) -> SyntaxError_:  # (a device, a FIFO: InputFileError)
         return SyntaxError_("the file is %s bytes, larger than any serQ program serq reads "
                             "(%d MiB at most)" % (size, MAX_SOURCE >> 20), Span(path, 1, 1),
                             help="is this the program file? a trace goes in `trace \"…\"`")
     try:
-        size = os.path.getsize(path)
-        if size > MAX_SOURCE:
-            raise too_big(str(size))
-        with open(path, "rb") as f:
-            import stat
-            if stat.S_ISCHR(os.fstat(f.fileno()).st_mode) or \
-                    stat.S_ISBLK(os.fstat(f.fileno()).st_mode):
-                # /dev/zero, /dev/full: reading would never end
-                raise UsageError("cannot read %s: a device, not a program file" % path)
-            data = f.read(MAX_SOURCE + 1)  # a FIFO has no size to check first
-        if len(data) > MAX_SOURCE:
-            raise too_big("over %d" % MAX_SOURCE)
-    except OSError as e:
-        raise UsageError("cannot read %s: %s" % (path, e.strerror or e)) from None
+        data = read_bytes(path, MAX_SOURCE)
+    except InputFileError as e:
+        if e.too_big:
+            raise too_big("over %d" % MAX_SOURCE) from None
+        raise UsageError("cannot read %s: %s" % (path, e.reason)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -109,7 +101,18 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
     if program.trace is not None:
         # The reference reads the trace only when the run starts; serq reads it
         # now, so a missing or malformed trace is refused before any run.
-        read_trace(trace_path(program))
+        try:
+            read_trace(trace_path(program))
+        except TraceError as e:
+            span = prog.workload.trace_span if prog.workload is not None else None
+            if e.span is None and trace is None and span is not None:
+                # a file that cannot be read: said at the `trace` that names it
+                e.span = span
+                e.source = text if span.file == file else _library_text(span.file)
+            elif e.span is None and trace is not None:
+                e.message = "--trace %s: %s" % (trace, e.message)
+                e.args = (e.message,)
+            raise
     return program
 
 
