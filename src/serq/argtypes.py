@@ -14,6 +14,19 @@ def nonneg_int(text: str) -> int:
     return v
 
 
+#: The largest seed: serQ 0.1.3's seeds are unsigned 64-bit integers.
+MAX_SEED = 2 ** 64 - 1
+
+
+def seed_int(text: str) -> int:
+    """A seed: a whole number from 0 to 2^64 - 1, as serQ 0.1.3 takes."""
+    v = nonneg_int(text)
+    if v > MAX_SEED:
+        raise argparse.ArgumentTypeError("%r is past the largest seed, 2^64 - 1 = %d"
+                                         % (text, MAX_SEED))
+    return v
+
+
 def pos_int(text: str) -> int:
     v = nonneg_int(text)
     if v < 1:
@@ -48,7 +61,7 @@ def add_run_settings(p, seed_help: str = "the random seed (default: the program'
                      "else 1)") -> None:
     """The options that replace a program's `run { … }` settings (serq run,
     ir, plot --run; serq sweep has its own --seed), with their help."""
-    p.add_argument("--seed", type=nonneg_int, metavar="N", help=seed_help)
+    p.add_argument("--seed", type=seed_int, metavar="N", help=seed_help)
     add_run_times(p)
 
 

@@ -42,7 +42,8 @@ from typing import List, Optional
 
 from . import SERQ_VERSION, __version__
 from .argtypes import DEF_HELP, SET_HELP, add_run_settings, add_run_times
-from .argtypes import nonneg_int as _nonneg_int, pos_int as _pos_int, time_value as _time
+from .argtypes import pos_int as _pos_int, seed_int
+from .argtypes import time_value as _time
 import signal as _signal
 
 from .errors import OutputError, SerqError, UsageError
@@ -159,7 +160,7 @@ def _trace_parser(t) -> None:
                     help="multiply every gap (and think time) by F (0.5: twice as fast)")
     tc.add_argument("--rate", type=lambda t: _time(t, True), metavar="R",
                     help="ShareGPT: arrivals a second of the Poisson stream drawn for it")
-    tc.add_argument("--seed", type=_nonneg_int, default=1, help="ShareGPT: the stream's seed")
+    tc.add_argument("--seed", type=seed_int, default=1, help="ShareGPT: the stream's seed")
     tc.add_argument("--think", type=lambda t: _time(t, False), default=0.0, metavar="T",
                     help="ShareGPT conversations: think seconds between turns")
     tc.add_argument("--tokenizer", choices=("chars4", "words"), default="chars4",
@@ -233,7 +234,7 @@ def _sweep_parser(w) -> None:
                    help="replace an expression definition's body (every point)")
     w.add_argument("--seeds", type=_pos_int, default=1, metavar="N",
                    help="runs per point, with seeds S, S+1, ..., S+N-1 (default 1)")
-    w.add_argument("--seed", type=_nonneg_int, default=1, metavar="S",
+    w.add_argument("--seed", type=seed_int, default=1, metavar="S",
                    help="the first seed (default 1; the program's own seed is not used)")
     add_run_times(w)
     w.add_argument("--jobs", "-j", type=_pos_int, metavar="N",
@@ -247,6 +248,9 @@ def _sweep_parser(w) -> None:
                    help="write the table to FILE (.csv, or .parquet with the `parquet` "
                    "extra); default: CSV on standard output")
     w.add_argument("--quiet", action="store_true", help="no progress bar")
+    w.add_argument("--max-runs", type=_pos_int, default=10000, metavar="N",
+                   help="refuse a sweep of more than N runs (points x seeds; default 10000) "
+                   "before running any")
 
 
 def _cost_parser(p) -> None:
@@ -537,10 +541,10 @@ def _cmd_sweep(args) -> int:
         raise UsageError("`--address` names a Ray cluster: use it with `--backend ray`")
     if args.jobs and args.backend == "ray":
         raise UsageError("`--jobs` sets the local processes; a Ray cluster schedules its own")
-    sweep = Sweep(file=args.file, axes=[parse_axis(t) for t in args.set],
+    sweep = Sweep(file=args.file, axes=[parse_axis(t, args.max_runs) for t in args.set],
                   defs=dict(_pair(t, "--def") for t in args.defs), seeds=args.seeds,
                   first_seed=args.seed, horizon=args.horizon, warmup=args.warmup,
-                  arrivals=args.arrivals, trace=args.trace)
+                  arrivals=args.arrivals, trace=args.trace, max_runs=args.max_runs)
     from .sweep.run import SweepInterrupted
 
     def note(text: str) -> None:

@@ -26,6 +26,11 @@ from .grid import Axis, check_axes, points
 from .table import COLUMNS, Table, aggregate, write
 
 
+#: ``serq sweep --max-runs``'s default: a grid past it is most likely a typo
+#: (``1:2:100000000``), and would run for days.
+DEFAULT_MAX_RUNS = 10000
+
+
 @dataclass
 class Sweep:
     """What ``serq sweep`` was asked for."""
@@ -38,6 +43,8 @@ class Sweep:
     warmup: Optional[float] = None
     arrivals: Optional[int] = None
     trace: Optional[str] = None
+    #: the most runs (points x seeds) the sweep makes; None: no bound
+    max_runs: Optional[int] = DEFAULT_MAX_RUNS
 
     def seed_list(self) -> List[int]:
         return list(range(self.first_seed, self.first_seed + self.seeds))
@@ -46,6 +53,22 @@ class Sweep:
 def _describe(axes: Sequence[Axis], point: Tuple) -> str:
     from .table import cell
     return " ".join("%s=%s" % (ax.name, cell(v)) for ax, v in zip(axes, point)) or "the program"
+
+
+def check_runs(sweep: Sweep) -> None:
+    """Refuse a grid of more than ``max_runs`` runs, before any is made."""
+    if sweep.max_runs is None:
+        return
+    n = sweep.seeds
+    for ax in sweep.axes:
+        n *= len(ax.values)
+    if n > sweep.max_runs:
+        shape = " x ".join(["%d %s" % (len(ax.values), ax.name) for ax in sweep.axes] +
+                           ["%d seed%s" % (sweep.seeds, "" if sweep.seeds == 1 else "s")])
+        raise UsageError("the sweep makes %d runs (%s), more than --max-runs %d"
+                         % (n, shape, sweep.max_runs),
+                         help="sweep fewer points or seeds, or raise --max-runs if the sweep "
+                              "is meant to be this large")
 
 
 def compile_points(sweep: Sweep) -> List:
@@ -57,6 +80,7 @@ def compile_points(sweep: Sweep) -> List:
         raise UsageError("--seeds is at least 1")
     if sweep.first_seed + sweep.seeds - 1 >= 2 ** 64:
         raise UsageError("the seeds run past 2^64 - 1: lower --seed")
+    check_runs(sweep)
     text = read_source(sweep.file)
     settings = dict(horizon=sweep.horizon, warmup=sweep.warmup, arrivals=sweep.arrivals,
                     trace=sweep.trace)

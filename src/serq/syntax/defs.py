@@ -29,7 +29,7 @@ def _integer_digits(v: float) -> str:
     """A whole number as the reference prints it: the shortest digits that
     read back as ``v``, then zeros (9e135 is 9 and 135 zeros)."""
     from decimal import Decimal
-    return "{:f}".format(Decimal(repr(float(v))))
+    return "{:f}".format(Decimal(repr(float(v))).to_integral_value())
 
 
 class DefsMixin:

@@ -1,0 +1,191 @@
+"""Issue 19, parts 3 and 4: inputs are read with a bound and refused with a
+located error (no internal error, no hang, no unbounded read): special
+files, NUL bytes in paths, huge arrays and Erlang shapes, seeds past
+2^64 - 1, CSV fields past csv's limit, sweeps past --max-runs."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from serq.compiler import compile_program
+from serq.errors import SerqError
+from serq.inputfile import InputFileError, read_bytes
+
+ROOT = Path(__file__).resolve().parent.parent
+MM1 = ROOT / "bench" / "programs" / "mm1.sq"
+BODY = ("stage server : fifo;\nsession { run server (~exp(0.5)); observe r = now; }\n"
+        "run { horizon 10; seed 1; }\n")
+
+
+def serq(*args, cwd=None, timeout=60):
+    r = subprocess.run([sys.executable, "-m", "serq"] + [str(a) for a in args],
+                       capture_output=True, text=True, cwd=cwd, timeout=timeout)
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+    return r
+
+
+def refused(tmp_path, text, name="p.sq"):
+    (tmp_path / name).write_text(text)
+    with pytest.raises(SerqError) as info:
+        compile_program(str(tmp_path / name))
+    return info.value
+
+
+# ---------------------------------------------------------------- special files
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_use_and_trace_of_dev_zero_are_refused_at_the_statement(tmp_path):
+    err = refused(tmp_path, 'use "/dev/zero";\n' + BODY)
+    assert (err.span.line, err.span.col) == (1, 1)
+    assert "cannot read `/dev/zero`: it is a device, not a file" in err.message
+    err = refused(tmp_path, 'workload { trace "/dev/zero"; }\n' + BODY)
+    assert (err.span.line, err.span.col) == (1, 18)
+    assert "cannot read trace /dev/zero: it is a device" in err.message
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_a_fifo_no_one_writes_is_read_as_empty_not_waited_for(tmp_path):
+    os.mkfifo(str(tmp_path / "t.csv"))
+    (tmp_path / "p.sq").write_text('workload { trace "t.csv"; }\n' + BODY)
+    r = serq("check", tmp_path / "p.sq", timeout=30)
+    assert r.returncode == 1
+    assert r.stderr.startswith("%s:1:1: error: trace %s: empty trace" % (
+        tmp_path / "t.csv", tmp_path / "t.csv")), r.stderr
+    r = serq("trace", "convert", tmp_path / "t.csv", "--format", "burstgpt", timeout=30)
+    assert r.returncode == 1 and "empty trace" in r.stderr
+
+
+def test_trace_that_is_missing_or_a_directory_is_placed_at_the_trace_statement(tmp_path):
+    (tmp_path / "d").mkdir()
+    for name, why in (("none.csv", "No such file"), ("d", "it is a directory, not a file")):
+        err = refused(tmp_path, 'workload {\n  trace "%s"; }\n' % name + BODY)
+        assert (err.span.file, err.span.line, err.span.col) == (str(tmp_path / "p.sq"), 2, 9)
+        assert why in err.message
+        assert 'trace "%s"' % name in err.render()  # the caret excerpt
+
+
+def test_empty_trace_is_located_in_the_trace(tmp_path):
+    (tmp_path / "t.csv").write_text("# only a comment\n")
+    err = refused(tmp_path, 'workload { trace "t.csv"; }\n' + BODY)
+    assert str(err.span) == "%s:1:1" % (tmp_path / "t.csv")
+    assert "empty trace" in err.message
+
+
+def test_nul_byte_in_a_use_or_trace_path(tmp_path):
+    err = refused(tmp_path, 'use "a\0b";\n' + BODY)
+    assert (err.span.line, err.span.col) == (1, 5) and "NUL byte" in err.message
+    assert "\0" not in err.message
+    err = refused(tmp_path, 'workload { trace "a\0b"; }\n' + BODY)
+    assert (err.span.line, err.span.col) == (1, 18) and "NUL byte" in err.message
+    assert "\0" not in err.message
+
+
+def test_read_bytes_stops_past_its_limit(tmp_path):
+    f = tmp_path / "big"
+    f.write_bytes(b"x" * 1000)
+    assert read_bytes(str(f), 1000) == b"x" * 1000
+    with pytest.raises(InputFileError) as info:
+        read_bytes(str(f), 999)
+    assert info.value.too_big and "more than the 999 bytes serq reads" in info.value.reason
+
+
+def test_a_library_past_the_bound_is_refused_at_its_use(tmp_path, monkeypatch):
+    from serq.syntax import defs
+    monkeypatch.setattr(defs, "MAX_LIBRARY", 100)
+    (tmp_path / "l.sq").write_text("// " + "x" * 200 + "\n")
+    err = refused(tmp_path, 'use "l.sq";\n' + BODY)
+    assert (err.span.line, err.span.col) == (1, 1)
+    assert "cannot read `l.sq`: it is 204 bytes, more than the 100 bytes serq reads" \
+        in err.message
+
+
+def test_a_trace_past_the_bound_is_located_in_it(tmp_path, monkeypatch):
+    from serq import tracefile
+    monkeypatch.setattr(tracefile, "MAX_TRACE", 10)
+    (tmp_path / "t.csv").write_text("1,1,2,3,4\n1,2,2,3,4\n")
+    err = refused(tmp_path, 'workload { trace "t.csv"; }\n' + BODY)
+    assert str(err.span) == "%s:1:1" % (tmp_path / "t.csv")
+    assert "more than the 10 bytes serq reads" in err.message
+
+
+def test_csv_field_past_the_csv_limit_is_a_located_error(tmp_path):
+    f = tmp_path / "b.csv"
+    f.write_text("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                 "1,ChatGPT," + "x" * 140000 + ",2,3,Conversation log\n")
+    r = serq("trace", "convert", f, "--format", "burstgpt")
+    assert r.returncode == 1
+    first = r.stderr.splitlines()[0]
+    assert first == "%s:2:1: error: not CSV that serq reads: field larger than field limit " \
+        "(131072)" % f
+    assert len(r.stderr) < 2000  # the excerpt is cut, not 140 KB
+
+
+# ---------------------------------------------------------------- sizes
+
+@pytest.mark.parametrize("size, shown", [
+    ("2000000000", "2000000000"), ("9e135", "9" + "0" * 135), ("10001", "10001")])
+def test_arrays_past_ten_thousand_members_are_refused_as_the_reference_does(
+        tmp_path, size, shown):
+    err = refused(tmp_path, "pool kv[%s] { cap 10; }\n" % size + BODY)
+    assert (err.span.line, err.span.col) == (1, 9)
+    assert err.message == ("array size %s is more than a family holds (10000): every member "
+                           "is a pool or stage of its own" % shown)
+
+
+def test_an_array_of_ten_thousand_members_runs(tmp_path):
+    (tmp_path / "p.sq").write_text("pool kv[10000] { cap 10; }\nstage s : fifo;\n"
+                                   "session { hold kv[0] (1) { run s (1); } }\n"
+                                   "run { horizon 10; }\n")
+    r = serq("run", tmp_path / "p.sq", "--quiet", timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith("run: horizon 10 end 10")
+
+
+def test_erlang_with_an_infinite_or_huge_shape(tmp_path):
+    err = refused(tmp_path, "stage s : fifo;\nsession { run s (~erlang(1e400, 1)); }\n"
+                            "run { horizon 10; }\n")
+    assert (err.span.line, err.span.col) == (2, 26) and "inf phases" in err.message
+    # a shape known only at run time: a located run error, not an internal one
+    (tmp_path / "q.sq").write_text("stage s : fifo;\nworkload { arrive poisson(1); }\n"
+                                   "session { set k = 1e300 * 1e300; run s (~erlang(k, 1)); }\n"
+                                   "run { horizon 10; }\n")
+    r = serq("run", tmp_path / "q.sq", "--quiet")
+    assert r.returncode == 1
+    assert r.stderr.startswith("%s:3:38: error: `~erlang(k, mean)`: k is inf phases"
+                               % (tmp_path / "q.sq")), r.stderr
+
+
+def test_the_erlang_bounds_of_the_linker_and_the_simulator_agree():
+    from serq.link import exprs
+    from serq.sim import dist
+    assert exprs.MAX_ERLANG_PHASES == dist.MAX_ERLANG_PHASES
+
+
+# ---------------------------------------------------------------- flags
+
+@pytest.mark.parametrize("command", [["run", MM1], ["ir", MM1], ["sweep", MM1]])
+def test_seed_past_two_to_the_64_is_a_usage_error(command):
+    r = serq(*(command + ["--seed", "18446744073709551616"]))
+    assert r.returncode == 2
+    assert "argument --seed: '18446744073709551616' is past the largest seed, 2^64 - 1" \
+        in r.stderr
+
+
+def test_the_largest_seed_is_taken_as_the_reference_takes_it():
+    import json
+    r = serq("ir", MM1, "--seed", "18446744073709551615")
+    assert r.returncode == 0 and json.loads(r.stdout)["seed"] == 2 ** 64 - 1
+
+
+def test_sweep_refuses_a_grid_past_max_runs_before_making_it():
+    r = serq("sweep", MM1, "--set", "rate=1:2:100000000", timeout=30)
+    assert r.returncode == 2
+    assert "--set rate=1:2:100000000: 100000000 points, more runs than --max-runs 10000" \
+        in r.stderr
+    r = serq("sweep", MM1, "--set", "rate=0.1:0.9:200", "--seeds", "60")
+    assert r.returncode == 2
+    assert "the sweep makes 12000 runs (200 rate x 60 seeds), more than --max-runs 10000" \
+        in r.stderr
+    r = serq("sweep", MM1, "--set", "rate=0.5,0.6", "--seeds", "2", "--max-runs", "3")
+    assert r.returncode == 2 and "makes 4 runs" in r.stderr
