@@ -189,3 +189,38 @@ def test_sweep_refuses_a_grid_past_max_runs_before_making_it():
         in r.stderr
     r = serq("sweep", MM1, "--set", "rate=0.5,0.6", "--seeds", "2", "--max-runs", "3")
     assert r.returncode == 2 and "makes 4 runs" in r.stderr
+
+
+# ---------------------------------------------------------------- the linker's work
+
+REFERENCE = ["agg_terms_nested", "agg_terms_program", "agg_terms_session",
+             "agg_count_fraction_let", "array_size_huge", "array_size_9e135"]
+
+
+@pytest.mark.parametrize("name", REFERENCE)
+def test_work_bounds_give_the_reference_message_at_its_place(name, monkeypatch):
+    # (tests/programs/invalid/NAME.err is pyserq 0.1.3's error, regen.py)
+    folder = ROOT / "tests" / "programs" / "invalid"
+    monkeypatch.chdir(folder)
+    expected = (folder / (name + ".err")).read_text().splitlines()[0]
+    with pytest.raises(SerqError) as info:
+        compile_program(name + ".sq")
+    err = info.value
+    place, _, message = expected.partition(": ")
+    message = message[len("link error: "):] if message.startswith("link error: ") else message
+    assert "%d:%d" % (err.span.line, err.span.col) == place
+    assert err.message == message
+
+
+def test_nine_million_terms_are_refused_at_once():
+    import time
+    t0 = time.monotonic()
+    with pytest.raises(SerqError, match="aggregates write out 6000 terms, at most 4096"):
+        compile_program(source="let x = sum i in 3000 (sum j in 3000 (j));\n" + BODY)
+    assert time.monotonic() - t0 < 5
+
+
+def test_the_term_bound_is_each_programs_own():
+    text = "let x = sum i in 4000 (i);\n" + BODY
+    for _ in range(3):  # 12000 terms over three links: each program is fine
+        compile_program(source=text)

@@ -251,11 +251,12 @@ class ExprLinker:
             raise self.error(m, nc.reason, nc.node,
                              help="the count of `%s %s in` is a number or a constant"
                              % (e.kind, e.var)) from None
-        if not (n >= 1 and float(n).is_integer() and n < 1e6):
-            raise self.error(m, "`%s %s in`'s count must be a positive integer, found %s"
-                             % (e.kind, e.var, _fmt(n)), e)
+        try:
+            n = consts.write_out(e, n)
+        except LinkError as err:
+            raise self.error(m, err.message, e, help=err.help) from None
         terms = []
-        for j in range(int(n)):
+        for j in range(n):
             inner = dict(bound or {})
             inner[e.var] = float(j)
             terms.append(self.expr(e.body, m, inner))
