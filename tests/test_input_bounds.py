@@ -224,3 +224,49 @@ def test_the_term_bound_is_each_programs_own():
     text = "let x = sum i in 4000 (i);\n" + BODY
     for _ in range(3):  # 12000 terms over three links: each program is fine
         compile_program(source=text)
+
+
+# ---------------------------------------------------------------- IR
+
+def _mm1_ir(tmp_path, extra_block):
+    import json
+    r = serq("ir", MM1, "--horizon", "100", "--warmup", "0")
+    d = json.loads(r.stdout)
+    d["blocks"].append(extra_block)
+    f = tmp_path / "p.json"
+    f.write_text(json.dumps(d))
+    return f
+
+
+@pytest.mark.parametrize("block, message", [
+    ([{"Run": {"stage": {"base": 7, "count": 1, "index": None}, "mode": "Plain",
+               "work": {"Num": 1.0}, "growing": None}}],
+     "IR: stage reference 7..8 out of range (the program has 1 stages) at blocks[3][0]"),
+    ([{"Set": [99, {"Num": 1.0}]}], "IR: attribute slot 99 out of range (there are 10) at "
+     "blocks[3][0]"),
+])
+def test_a_block_no_statement_reaches_is_validated_too(tmp_path, block, message):
+    # 0.1.3 refuses it (its check reads every block); serq's run compiled it
+    # and failed with an internal error after `ir --from-json` had passed it
+    f = _mm1_ir(tmp_path, block)
+    for command in (["ir", "--from-json", f], ["run", f, "--quiet"]):
+        r = serq(*command)
+        assert r.returncode == 1 and r.stderr.startswith("error: " + message), r.stderr
+
+
+def test_an_unreached_block_is_not_held_to_the_hold_rules(tmp_path):
+    f = _mm1_ir(tmp_path, [{"Observe": [0, {"Num": 1.0}]}])
+    assert serq("run", f, "--quiet").returncode == 0
+
+
+def test_a_program_file_starting_with_a_brace_is_a_program(tmp_path):
+    (tmp_path / "p.sq").write_text("{ let x = 1; }\n")
+    r = serq("run", tmp_path / "p.sq")
+    assert r.returncode == 1
+    assert r.stderr.startswith("%s:1:1: error: unexpected `{` at top level" % (tmp_path / "p.sq"))
+    # a file that is not NAME.sq is read as IR, and its JSON error is placed
+    (tmp_path / "p.json").write_text('{\n  "version": 11,\n  oops }\n')
+    r = serq("run", tmp_path / "p.json")
+    assert r.returncode == 1
+    assert r.stderr.startswith("%s:3:3: error: IR: not JSON: Expecting property name"
+                               % (tmp_path / "p.json")), r.stderr

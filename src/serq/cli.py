@@ -318,14 +318,14 @@ def _cmd_check(args) -> int:
 
 def _load(args):
     """A program file, or IR JSON (its first non-blank character is `{`)."""
-    from .compiler import read_source
+    from .compiler import is_ir, read_source
     text = read_source(args.file)
-    if text.lstrip().startswith("{"):
+    if is_ir(args.file, text):
         from .ir.json import loads
         from .ir.validate import validate
         if args.set or args.defs:
             raise UsageError("a `let` or `def` override applies to program text, not to IR")
-        prog = loads(text)
+        prog = loads(text, file=args.file)
         for key in ("seed", "horizon", "warmup", "arrivals", "trace"):
             if getattr(args, key, None) is not None:
                 setattr(prog, key, getattr(args, key))
@@ -513,7 +513,7 @@ def _cmd_ir(args) -> int:
         if args.file or args.set or args.defs:
             raise UsageError("`--from-json` reads IR: a program file, `--set` and `--def` "
                              "apply to program text, not to IR")
-        prog = loads(read_source(args.from_json), strict=args.strict)
+        prog = loads(read_source(args.from_json), strict=args.strict, file=args.from_json)
         if args.seed is not None:
             prog.seed = args.seed
         if args.horizon is not None:

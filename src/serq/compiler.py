@@ -56,6 +56,14 @@ def read_source(path: str) -> str:
                            help="save the program as UTF-8") from None
 
 
+def is_ir(path: str, text: str) -> bool:
+    """Whether a file given where a program or its IR goes is IR: its first
+    non-blank character is ``{`` and its name does not end in ``.sq`` (a
+    program file stays one, whatever it starts with, so its errors are a
+    program's, located)."""
+    return text.lstrip().startswith("{") and not path.endswith(".sq")
+
+
 def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
                     sets: Optional[Dict[str, object]] = None,
                     defs: Optional[Dict[str, str]] = None, seed: Optional[int] = None,

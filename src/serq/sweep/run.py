@@ -73,7 +73,7 @@ def check_runs(sweep: Sweep) -> None:
 
 def compile_points(sweep: Sweep) -> List:
     """One IR program per grid point (a located error names the point)."""
-    from ..compiler import compile_program, read_source
+    from ..compiler import compile_program, is_ir, read_source
     from ..ir.json import loads
     check_axes(sweep.axes, COLUMNS)
     if sweep.seeds < 1:
@@ -85,11 +85,11 @@ def compile_points(sweep: Sweep) -> List:
     settings = dict(horizon=sweep.horizon, warmup=sweep.warmup, arrivals=sweep.arrivals,
                     trace=sweep.trace)
     progs = []
-    if text.lstrip().startswith("{"):
+    if is_ir(sweep.file, text):
         if sweep.axes or sweep.defs:
             raise UsageError("a `let` or `def` override applies to program text, not to IR: "
                              "sweep the program file")
-        prog = loads(text)
+        prog = loads(text, file=sweep.file)
         for key, v in settings.items():
             if v is not None:
                 setattr(prog, key, v)
