@@ -270,3 +270,81 @@ def test_a_program_file_starting_with_a_brace_is_a_program(tmp_path):
     assert r.returncode == 1
     assert r.stderr.startswith("%s:3:3: error: IR: not JSON: Expecting property name"
                                % (tmp_path / "p.json")), r.stderr
+
+
+# ---------------------------------------------------------------- deep expressions
+
+def _chain(n):
+    return " + ".join(["1"] * n)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="the recursion limit is lifted on 3.11+")
+def test_a_long_flat_sum_runs_as_the_reference_runs_it():
+    # 0.1.3 runs about 9,300 terms in a session expression; serq failed at 1,000
+    import json
+    pyserq = pytest.importorskip("pyserq")
+    from serq.report.build import build_report
+    from serq.report.jsonfmt import report_json
+    from serq.runner import simulate
+    text = ("stage s : fifo;\nworkload { arrive poisson(1); }\n"
+            "session { set y = %s; run s (~exp(0.5)); observe r = y; }\n"
+            "let x = %s;\nrun { horizon 20; seed 3; }\n" % (_chain(5000), _chain(12000)))
+    ours = report_json(build_report(simulate(compile_program(source=text))))
+    ref = pyserq.run(pyserq.compile(source=text))
+    assert ours == ref.json()  # the same bytes
+
+
+@pytest.mark.parametrize("where, terms, bound", [("session", 10002, 10000), ("let", 16002, 16000)])
+def test_a_chain_past_the_bound_is_refused_at_its_operator(where, terms, bound):
+    if where == "let":
+        text = "let x = %s;\n%s" % (_chain(terms), BODY)
+    else:
+        text = BODY.replace("observe r = now", "observe r = %s" % _chain(terms))
+    with pytest.raises(SerqError) as info:
+        compile_program(source=text)
+    err = info.value
+    assert err.message.startswith("the expression is %d operators deep, more than the %d serq "
+                                  "reads" % (bound + 1, bound))
+    line = text.splitlines()[err.span.line - 1]
+    assert line[err.span.col - 1] == "+"
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="the recursion limit is lifted on 3.11+")
+def test_a_deep_program_sweeps_in_worker_processes(tmp_path):
+    (tmp_path / "p.sq").write_text("workload { arrive poisson(1); }\n" + BODY.replace(
+        "observe r = now", "observe r = " + _chain(9000)))
+    r = serq("sweep", tmp_path / "p.sq", "--seeds", "2", "-j", "2", "--quiet", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "\nobserve.r.mean,9000," in r.stdout, r.stdout
+
+
+# ---------------------------------------------------------------- run limits
+
+BATCH = ("stage s : fifo;\nworkload { arrive batch(1000000); }\n"
+         "session { run s (~exp(1)); observe r = now; }\nrun { horizon 1e9; }\n")
+
+
+def test_max_wall_holds_while_a_batch_is_started(tmp_path):
+    import time
+    (tmp_path / "b.sq").write_text(BATCH)
+    t0 = time.monotonic()
+    r = serq("run", tmp_path / "b.sq", "--max-wall", "1.5", "--quiet", timeout=120)
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("partial: the run stopped at t = 0 after 0 events "
+                               "(--max-wall 1.5)")
+    # startup (imports, compile: well under a second) + 1.5 s + a second
+    assert took < 1.5 + 1.0 + 1.5, took
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS")
+def test_max_memory_ends_in_a_clear_error(tmp_path):
+    (tmp_path / "b.sq").write_text(BATCH)
+    r = serq("run", tmp_path / "b.sq", "--max-memory", "300M", "--quiet", timeout=120)
+    assert r.returncode == 1
+    assert r.stderr == ("serq: error: out of memory (--max-memory 300M: the run needs more; "
+                        "raise it, shorten the horizon, or try --no-samples)\n")
+    r = serq("run", MM1, "--max-memory", "1G", "--max-events", "1000", "--quiet")
+    assert r.returncode == 0 and r.stdout.startswith("partial:")
+    r = serq("run", MM1, "--max-memory", "1", "--quiet")
+    assert r.returncode == 2 and "a memory bound is at least 64M" in r.stderr

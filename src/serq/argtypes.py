@@ -34,6 +34,29 @@ def pos_int(text: str) -> int:
     return v
 
 
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def memory_size(text: str) -> int:
+    """``--max-memory``: bytes, or a number with K, M, G or T (powers of 1024;
+    a trailing ``B`` or ``iB`` is allowed): ``2G``, ``512MiB``, ``1.5G``."""
+    t = text.strip().upper()
+    for suffix in ("IB", "B"):
+        if t.endswith(suffix) and t[:-len(suffix)][-1:] in "KMGT" and len(t) > len(suffix):
+            t = t[:-len(suffix)]
+            break
+    unit = t[-1:] if t[-1:] in "KMGT" else ""
+    try:
+        v = float(t[:len(t) - len(unit)])
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a size (write bytes, or 512M, 2G)" % text)
+    n = v * _SIZE_UNITS[unit]
+    if not (n >= 64 << 20 and n < float(1 << 62)):
+        raise argparse.ArgumentTypeError("%r: a memory bound is at least 64M (Python itself "
+                                         "takes tens of MB)" % text)
+    return int(n)
+
+
 def number(text: str) -> float:
     try:
         return float(text)

@@ -7,6 +7,7 @@ the text it points into.
 import os
 from typing import Dict, List, Optional
 
+from .depth import deep_recursion
 from .errors import LinkError, SerqError, SerqWarning, Span, SyntaxError_, UsageError
 from .ir import nodes as ir
 from .link import Overrides, link
@@ -74,6 +75,13 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
     ``SerqWarning``, found once however often a definition is expanded).
     With ``warnings_as_errors`` (``-W error``) the first warning is raised
     as an error instead."""
+    with deep_recursion():  # (depth.py: a long operator chain)
+        return _compile(path, source, sets, defs, seed, horizon, warmup, arrivals, trace,
+                        strict, warnings_as_errors)
+
+
+def _compile(path, source, sets, defs, seed, horizon, warmup, arrivals, trace, strict,
+             warnings_as_errors) -> ir.Program:
     if (path is None) == (source is None):
         raise UsageError("compile takes exactly one of a path and a source")
     if path is not None:

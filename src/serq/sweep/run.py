@@ -142,7 +142,12 @@ def run_task(task: Task, on_start: Optional[Callable] = None) -> Result:
 
 def _ignore_sigint() -> None:
     import signal
+    import sys
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from ..depth import DEEP_LIMIT, lifts_limit
+    if lifts_limit():
+        # a task's program is unpickled here, as deep as its expressions (depth.py)
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), DEEP_LIMIT))
 
 
 def run_here(tasks: Sequence[Task], stop, done: Callable[[Result], None]) -> List[Result]:

@@ -5,6 +5,7 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from .. import library
+from ..depth import MAX_CHAIN, MAX_LET_CHAIN
 from ..errors import SerqWarning, Span, SyntaxError_
 from ..inputfile import InputFileError, describe_limit, read_bytes
 from . import ast
@@ -278,7 +279,11 @@ class DefsMixin:
         self.next()
         name = self.expect_ident("a constant name")
         self.expect("=")
-        e = self.parse_expr()
+        self.chain_bound = MAX_LET_CHAIN  # folded to a number: deeper than IR goes
+        try:
+            e = self.parse_expr()
+        finally:
+            self.chain_bound = MAX_CHAIN
         self.expect(";")
         prog.items.append(ast.Let(name.text, e, name.span()))
         self.let_spans[name.text] = name.span()
