@@ -348,3 +348,41 @@ def test_max_memory_ends_in_a_clear_error(tmp_path):
     assert r.returncode == 0 and r.stdout.startswith("partial:")
     r = serq("run", MM1, "--max-memory", "1", "--quiet")
     assert r.returncode == 2 and "a memory bound is at least 64M" in r.stderr
+
+
+# ---------------------------------------------------------------- line ends
+
+CR_PROGRAM = ("let r = 1;\r// a comment\rstage s : fifo;\r"
+              "workload { arrive poisson(r); }\rsession { run s (1); }\rrun { horizon 10; }\r")
+
+
+def test_lone_cr_line_ends_are_read_as_the_reference_reads_them_and_said(tmp_path):
+    # serQ 0.1.3 takes a lone CR for a space: the file is one line, and the
+    # `//` comment swallows the rest ("no horizon"); serq does the same, and
+    # says why
+    pyserq = pytest.importorskip("pyserq")
+    f = tmp_path / "mac.sq"
+    f.write_bytes(CR_PROGRAM.encode())
+    with pytest.raises(ValueError, match="no horizon"):
+        pyserq.compile(path=str(f))
+    err = refused(tmp_path, CR_PROGRAM, "mac.sq")
+    assert err.message.startswith("no horizon")
+    assert any("lone CR" in n and "`//` comment runs to the end of the file" in n
+               for n in err.notes)
+    # CR LF files are not told so
+    err = refused(tmp_path, "stage s : fifo;\r\noops;\r\n", "dos.sq")
+    assert not any("lone CR" in n for n in err.notes)
+
+
+def test_pool_invariants_hold_at_huge_magnitudes(tmp_path):
+    # the check's fixed 1e-6 tolerance fired "this is a bug in serq" at 3e137
+    # units, where one ulp is 6e121
+    (tmp_path / "p.sq").write_text(
+        "pool kv { cap 1e138; }\nstage s : fifo;\nworkload { arrive poisson(1); }\n"
+        "session { set a = 3e137 * ~uniform(0, 1); hold kv (a) { run s (~exp(0.5)); } }\n"
+        "run { horizon 300; }\n")
+    r = serq("run", tmp_path / "p.sq", "--check-invariants", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("run: horizon 300 end 300")
+
+

@@ -76,8 +76,31 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
     With ``warnings_as_errors`` (``-W error``) the first warning is raised
     as an error instead."""
     with deep_recursion():  # (depth.py: a long operator chain)
-        return _compile(path, source, sets, defs, seed, horizon, warmup, arrivals, trace,
-                        strict, warnings_as_errors)
+        try:
+            return _compile(path, source, sets, defs, seed, horizon, warmup, arrivals, trace,
+                            strict, warnings_as_errors)
+        except SerqError as e:
+            _note_lone_crs(e, source if path is None else None, path)
+            raise
+
+
+def _note_lone_crs(e: SerqError, source: Optional[str], path: Optional[str]) -> None:
+    """A program whose lines end in a lone CR (classic Mac OS) is one line to
+    serQ 0.1.3, and to serq as well (the same IR, the same places): its first
+    `//` comment runs to the end of the file.  Any error then says why."""
+    text = source
+    if text is None and path is not None:
+        try:
+            text = read_source(path)
+        except SerqError:
+            return
+    if text is None or "\r" not in text or "\n" in text.replace("\r\n", ""):
+        return
+    if text.count("\r") == text.count("\r\n"):
+        return
+    e.notes.append("the file ends its lines with a lone CR (classic Mac OS): serQ reads it as "
+                   "one line, so a `//` comment runs to the end of the file")
+    e.help = e.help or "save the file with LF (or CR LF) line ends"
 
 
 def _compile(path, source, sets, defs, seed, horizon, warmup, arrivals, trace, strict,
