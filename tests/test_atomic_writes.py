@@ -113,7 +113,7 @@ def test_fmt_of_a_device_is_refused_at_once():
     # /dev/full reads as endless zeros: serq once read it until memory ran out
     r = subprocess.run([sys.executable, "-m", "serq", "fmt", FULL], capture_output=True,
                        text=True, timeout=60)
-    assert r.returncode == 2 and "a device, not a program file" in r.stderr
+    assert r.returncode == 2 and "it is a device, not a file" in r.stderr
 
 
 @pytest.mark.parametrize("command", [

@@ -44,7 +44,8 @@ from typing import List, Optional
 
 from . import SERQ_VERSION, __version__
 from .argtypes import DEF_HELP, SET_HELP, add_run_settings, add_run_times
-from .argtypes import nonneg_int as _nonneg_int, pos_int as _pos_int, time_value as _time
+from .argtypes import memory_size, pos_int as _pos_int, seed_int
+from .argtypes import time_value as _time
 import signal as _signal
 
 from .errors import OutputError, SerqError, UsageError
@@ -105,6 +106,10 @@ def _run_parser(r) -> None:
                    help="stop after N events with a partial report")
     r.add_argument("--max-wall", type=lambda t: _time(t, True), metavar="SECONDS",
                    help="stop after SECONDS of wall time with a partial report")
+    r.add_argument("--max-memory", type=memory_size, metavar="SIZE",
+                   help="stop with an error (exit 1) when the process would take more than "
+                   "SIZE of memory (bytes, or 512M, 2G: its address space, as `ulimit -v` "
+                   "bounds it), instead of swapping or meeting the OOM killer")
     r.add_argument("--check-invariants", action="store_true",
                    help="check every pool invariant after every event (slower)")
     r.add_argument("--fail-on-findings", action="store_true",
@@ -170,7 +175,7 @@ def _trace_parser(t) -> None:
                     help="multiply every gap (and think time) by F (0.5: twice as fast)")
     tc.add_argument("--rate", type=lambda t: _time(t, True), metavar="R",
                     help="ShareGPT: arrivals a second of the Poisson stream drawn for it")
-    tc.add_argument("--seed", type=_nonneg_int, default=1, help="ShareGPT: the stream's seed")
+    tc.add_argument("--seed", type=seed_int, default=1, help="ShareGPT: the stream's seed")
     tc.add_argument("--think", type=lambda t: _time(t, False), default=0.0, metavar="T",
                     help="ShareGPT conversations: think seconds between turns")
     tc.add_argument("--tokenizer", choices=("chars4", "words"), default="chars4",
@@ -244,7 +249,7 @@ def _sweep_parser(w) -> None:
                    help="replace an expression definition's body (every point)")
     w.add_argument("--seeds", type=_pos_int, default=1, metavar="N",
                    help="runs per point, with seeds S, S+1, ..., S+N-1 (default 1)")
-    w.add_argument("--seed", type=_nonneg_int, default=1, metavar="S",
+    w.add_argument("--seed", type=seed_int, default=1, metavar="S",
                    help="the first seed (default 1; the program's own seed is not used)")
     add_run_times(w)
     w.add_argument("--jobs", "-j", type=_pos_int, metavar="N",
@@ -258,6 +263,9 @@ def _sweep_parser(w) -> None:
                    help="write the table to FILE (.csv, or .parquet with the `parquet` "
                    "extra); default: CSV on standard output")
     w.add_argument("--quiet", action="store_true", help="no progress bar")
+    w.add_argument("--max-runs", type=_pos_int, default=10000, metavar="N",
+                   help="refuse a sweep of more than N runs (points x seeds; default 10000) "
+                   "before running any")
 
 
 def _cost_parser(p) -> None:
@@ -325,14 +333,14 @@ def _cmd_check(args) -> int:
 
 def _load(args):
     """A program file, or IR JSON (its first non-blank character is `{`)."""
-    from .compiler import read_source
+    from .compiler import is_ir, read_source
     text = read_source(args.file)
-    if text.lstrip().startswith("{"):
+    if is_ir(args.file, text):
         from .ir.json import loads
         from .ir.validate import validate
         if args.set or args.defs:
             raise UsageError("a `let` or `def` override applies to program text, not to IR")
-        prog = loads(text)
+        prog = loads(text, file=args.file)
         for key in ("seed", "horizon", "warmup", "arrivals", "trace"):
             if getattr(args, key, None) is not None:
                 setattr(prog, key, getattr(args, key))
@@ -378,6 +386,8 @@ def _cmd_run(args) -> int:
                          "write `--extended`")
     if args.no_samples and args.dump:
         raise UsageError("`--dump` writes every sample, which `--no-samples` does not keep")
+    if args.max_memory is not None:
+        _bound_memory(args.max_memory)
     prog = _load(args)
     slos = None
     if args.slo:
@@ -489,6 +499,25 @@ def _cmd_run(args) -> int:
     return EXIT_FINDINGS if findings and args.fail_on_findings else 0
 
 
+def _bound_memory(size: int) -> None:
+    """``--max-memory``: the address space bounded (RLIMIT_AS), so that an
+    allocation past it is a ``MemoryError`` (said by ``_main``), not the
+    OOM killer's SIGKILL."""
+    try:
+        import resource
+    except ImportError:
+        raise UsageError("`--max-memory` needs the `resource` module (Unix)") from None
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY and size > hard:
+        raise UsageError("--max-memory %d: more than this process may take (%d bytes, "
+                         "`ulimit -v`)" % (size, hard))
+    resource.setrlimit(resource.RLIMIT_AS, (size, hard))
+    _RESERVE[:] = [bytearray(4 << 20)]  # given back to say "out of memory"
+
+
+_RESERVE: list = []
+
+
 class _SideOutput(object):
     """``--trace-iterations``: lines written during the run, to a file
     replaced at the end (``AtomicFile``) or to stderr.  A write that fails
@@ -539,7 +568,7 @@ def _cmd_ir(args) -> int:
         if args.file or args.set or args.defs:
             raise UsageError("`--from-json` reads IR: a program file, `--set` and `--def` "
                              "apply to program text, not to IR")
-        prog = loads(read_source(args.from_json), strict=args.strict)
+        prog = loads(read_source(args.from_json), strict=args.strict, file=args.from_json)
         if args.seed is not None:
             prog.seed = args.seed
         if args.horizon is not None:
@@ -556,7 +585,10 @@ def _cmd_ir(args) -> int:
         if not args.file:
             raise UsageError("`serq ir` needs a program file (or `--from-json IR`)")
         prog = _compile(args, True)
-    sys.stdout.write(dumps(prog) + "\n")
+    from .depth import deep_recursion
+    with deep_recursion():
+        text = dumps(prog)
+    sys.stdout.write(text + "\n")
     return 0
 
 
@@ -567,18 +599,20 @@ def _cmd_sweep(args) -> int:
         raise UsageError("`--address` names a Ray cluster: use it with `--backend ray`")
     if args.jobs and args.backend == "ray":
         raise UsageError("`--jobs` sets the local processes; a Ray cluster schedules its own")
-    sweep = Sweep(file=args.file, axes=[parse_axis(t) for t in args.set],
+    sweep = Sweep(file=args.file, axes=[parse_axis(t, args.max_runs) for t in args.set],
                   defs=dict(_pair(t, "--def") for t in args.defs), seeds=args.seeds,
                   first_seed=args.seed, horizon=args.horizon, warmup=args.warmup,
-                  arrivals=args.arrivals, trace=args.trace)
+                  arrivals=args.arrivals, trace=args.trace, max_runs=args.max_runs)
     from .sweep.run import SweepInterrupted
 
     def note(text: str) -> None:
         sys.stderr.write("serq sweep: %s\n" % text)
+    from .depth import deep_recursion
     try:
-        table = run_sweep(sweep, jobs=args.jobs, backend=args.backend, address=args.address,
-                          show_progress=not args.quiet and sys.stderr.isatty(),
-                          output=args.output or "-", stop=_STOP[0], note=note)
+        with deep_recursion():  # the programs are pickled to the workers (depth.py)
+            table = run_sweep(sweep, jobs=args.jobs, backend=args.backend, address=args.address,
+                              show_progress=not args.quiet and sys.stderr.isatty(),
+                              output=args.output or "-", stop=_STOP[0], note=note)
     except SweepInterrupted as e:
         from .interrupt import exit_status, signal_name
         sys.stdout.flush()
@@ -671,11 +705,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         _STOP[0] = stop
         sys.stdout = _Guarded(real)
         try:
-            return _main(args, stop)
+            status = _main(args, stop)
         finally:
             if isinstance(sys.stdout, _Guarded):
                 sys.stdout = real
             _STOP[0] = None
+    if argv is None and args.command == "run" and getattr(args, "max_wall", None) is not None:
+        # The command line's `serq run --max-wall`: the wall time asked for is
+        # the command's, and freeing a million sessions at exit takes seconds
+        # of it.  Everything is written; the process ends without the freeing.
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(status)
+    return status
 
 
 class _StdoutError(OutputError):
@@ -732,7 +777,21 @@ def _main(args, stop) -> int:
         sys.stderr.write(e.render() + "\n")
         return 1
     except RecursionError:
-        sys.stderr.write("error: the input nests too deeply for serq to read\n")
+        sys.stderr.write("serq: error: the input nests too deeply for serq to read; split its "
+                         "deepest expression with `let`, `set` or `def`\n")
+        return 1
+    except MemoryError as e:
+        # The run's state is held by the traceback's frames: let it go (and
+        # the reserve _bound_memory kept) so that the message can be written.
+        e.__traceback__ = None
+        del e
+        _RESERVE[:] = []
+        import gc
+        gc.collect()
+        bound = getattr(args, "max_memory", None)
+        sys.stderr.write("serq: error: out of memory%s\n" % (
+            " (--max-memory %s: the run needs more; raise it, shorten the horizon, or try "
+            "--no-samples)" % _size_text(bound) if bound else ""))
         return 1
     except KeyboardInterrupt:
         signum = stop.signum
@@ -750,6 +809,13 @@ def _main(args, stop) -> int:
         return 141
     except Exception as e:  # a bug in serq, never the user's fault
         return _internal_error(e)
+
+
+def _size_text(n: int) -> str:
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return "%d%s" % (n >> shift, unit)
+    return "%d" % n
 
 
 def _dispatch(args) -> int:

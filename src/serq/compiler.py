@@ -7,13 +7,15 @@ the text it points into.
 import os
 from typing import Dict, List, Optional
 
+from .depth import deep_recursion
 from .errors import LinkError, SerqError, SerqWarning, Span, SyntaxError_, UsageError
 from .ir import nodes as ir
 from .link import Overrides, link
 from .syntax import ast
 from .syntax.lexer import tokenize
 from .syntax.parser import Parser, parse_program
-from .tracefile import read_trace
+from .inputfile import InputFileError, read_bytes
+from .tracefile import TraceError, read_trace
 
 # A serving program is a few hundred lines; a file far larger than any program
 # is refused up front instead of keeping the parser busy for minutes.
@@ -35,25 +37,16 @@ def parse_expression(text: str, file: str = "<override>") -> ast.Expr:
 
 def read_source(path: str) -> str:
     """A program file's text; unreadable or non-UTF-8 files are located errors."""
-    def too_big(size: str) -> SyntaxError_:
+    def too_big(size: str) -> SyntaxError_:  # (a device, a FIFO: InputFileError)
         return SyntaxError_("the file is %s bytes, larger than any serQ program serq reads "
                             "(%d MiB at most)" % (size, MAX_SOURCE >> 20), Span(path, 1, 1),
                             help="is this the program file? a trace goes in `trace \"…\"`")
     try:
-        size = os.path.getsize(path)
-        if size > MAX_SOURCE:
-            raise too_big(str(size))
-        with open(path, "rb") as f:
-            import stat
-            if stat.S_ISCHR(os.fstat(f.fileno()).st_mode) or \
-                    stat.S_ISBLK(os.fstat(f.fileno()).st_mode):
-                # /dev/zero, /dev/full: reading would never end
-                raise UsageError("cannot read %s: a device, not a program file" % path)
-            data = f.read(MAX_SOURCE + 1)  # a FIFO has no size to check first
-        if len(data) > MAX_SOURCE:
-            raise too_big("over %d" % MAX_SOURCE)
-    except OSError as e:
-        raise UsageError("cannot read %s: %s" % (path, e.strerror or e)) from None
+        data = read_bytes(path, MAX_SOURCE)
+    except InputFileError as e:
+        if e.too_big:
+            raise too_big("over %d" % MAX_SOURCE) from None
+        raise UsageError("cannot read %s: %s" % (path, e.reason)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -62,6 +55,14 @@ def read_source(path: str) -> str:
         raise SyntaxError_("the file is not UTF-8 text (byte 0x%02x)" % data[e.start],
                            Span(path, line, col),
                            help="save the program as UTF-8") from None
+
+
+def is_ir(path: str, text: str) -> bool:
+    """Whether a file given where a program or its IR goes is IR: its first
+    non-blank character is ``{`` and its name does not end in ``.sq`` (a
+    program file stays one, whatever it starts with, so its errors are a
+    program's, located)."""
+    return text.lstrip().startswith("{") and not path.endswith(".sq")
 
 
 def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
@@ -74,6 +75,36 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
     ``SerqWarning``, found once however often a definition is expanded).
     With ``warnings_as_errors`` (``-W error``) the first warning is raised
     as an error instead."""
+    with deep_recursion():  # (depth.py: a long operator chain)
+        try:
+            return _compile(path, source, sets, defs, seed, horizon, warmup, arrivals, trace,
+                            strict, warnings_as_errors)
+        except SerqError as e:
+            _note_lone_crs(e, source if path is None else None, path)
+            raise
+
+
+def _note_lone_crs(e: SerqError, source: Optional[str], path: Optional[str]) -> None:
+    """A program whose lines end in a lone CR (classic Mac OS) is one line to
+    serQ 0.1.3, and to serq as well (the same IR, the same places): its first
+    `//` comment runs to the end of the file.  Any error then says why."""
+    text = source
+    if text is None and path is not None:
+        try:
+            text = read_source(path)
+        except SerqError:
+            return
+    if text is None or "\r" not in text or "\n" in text.replace("\r\n", ""):
+        return
+    if text.count("\r") == text.count("\r\n"):
+        return
+    e.notes.append("the file ends its lines with a lone CR (classic Mac OS): serQ reads it as "
+                   "one line, so a `//` comment runs to the end of the file")
+    e.help = e.help or "save the file with LF (or CR LF) line ends"
+
+
+def _compile(path, source, sets, defs, seed, horizon, warmup, arrivals, trace, strict,
+             warnings_as_errors) -> ir.Program:
     if (path is None) == (source is None):
         raise UsageError("compile takes exactly one of a path and a source")
     if path is not None:
@@ -109,7 +140,18 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
     if program.trace is not None:
         # The reference reads the trace only when the run starts; serq reads it
         # now, so a missing or malformed trace is refused before any run.
-        read_trace(trace_path(program))
+        try:
+            read_trace(trace_path(program))
+        except TraceError as e:
+            span = prog.workload.trace_span if prog.workload is not None else None
+            if e.span is None and trace is None and span is not None:
+                # a file that cannot be read: said at the `trace` that names it
+                e.span = span
+                e.source = text if span.file == file else _library_text(span.file)
+            elif e.span is None and trace is not None:
+                e.message = "--trace %s: %s" % (trace, e.message)
+                e.args = (e.message,)
+            raise
     return program
 
 

@@ -1,5 +1,6 @@
 """Run a compiled program: read its trace, simulate, build the report."""
 from .compiler import trace_path
+from .depth import deep_recursion
 from .errors import RunError
 from .ir import nodes as ir
 from .report.build import build_report
@@ -19,7 +20,8 @@ def simulate(program: ir.Program, progress=None, check_invariants=False,
     ``track_requests`` notes each session's turns at its end, which the SLO
     goodput needs (report/slo.py)."""
     trace = read_trace(trace_path(program)) if program.trace is not None else None
-    sim = Simulator(program, trace, check_invariants, no_samples)
+    with deep_recursion():  # compiling the expressions recurses as deep as they are
+        sim = Simulator(program, trace, check_invariants, no_samples)
     if track_requests:
         sim.track_requests()
     if trace_iterations is not None:
@@ -28,7 +30,8 @@ def simulate(program: ir.Program, progress=None, check_invariants=False,
     if on_start is not None:
         on_start(sim)
     try:
-        return sim.run(progress, max_events, max_wall)
+        with deep_recursion():  # expressions evaluate as deep as they are (depth.py)
+            return sim.run(progress, max_events, max_wall)
     except RunError as e:
         attach(sim, e)  # the time, session, statement and queues it stopped in
         raise

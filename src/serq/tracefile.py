@@ -18,6 +18,7 @@ import math
 from typing import List, Tuple
 
 from .errors import SerqError, Span
+from .inputfile import InputFileError, describe_limit, read_bytes
 
 Turn = Tuple[float, float, float, float]
 COLUMNS = ("session", "turn", "new", "out", "think", "forced")
@@ -38,13 +39,23 @@ def _number(text: str):
         return None
 
 
+#: The largest trace file read (about ten million rows): far more rows than
+#: that would not fit in memory as turns anyway.
+MAX_TRACE = 256 * 1024 * 1024
+
+
 def read_trace(path: str) -> List[List[Turn]]:
+    """The corpus (see the module's text); ``TraceError`` located in the
+    file for a malformed one, unlocated (the caller places it at the
+    ``trace`` statement) for a file that cannot be read."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise TraceError("cannot read trace %s: %s" % (path, e.strerror or e),
-                         help="trace paths are relative to the program's directory (to the "
+        data = read_bytes(path, MAX_TRACE)
+    except InputFileError as e:
+        raise TraceError("cannot read trace %s: %s" % (path.replace("\0", "\\0"), e.reason),
+                         span=Span(path, 1, 1) if e.too_big else None,
+                         help="a trace is a CSV file of at most %s" % describe_limit(MAX_TRACE)
+                         if e.too_big else
+                         "trace paths are relative to the program's directory (to the "
                          "current directory for `--trace` and for programs given as text)") \
             from None
     try:
@@ -89,5 +100,6 @@ def read_trace(path: str) -> List[List[Turn]]:
             last_id = sid
         corpus[-1].append((new, out, think, forced))
     if not corpus:
-        raise TraceError("trace %s: empty trace" % path, help="add a data row: %s" % LAYOUT)
+        raise TraceError("trace %s: empty trace (no data row)" % path, Span(path, 1, 1),
+                         help="add a data row: %s" % LAYOUT)
     return corpus

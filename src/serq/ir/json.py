@@ -10,7 +10,7 @@ import json as _json
 import math
 from typing import Any, Dict, List, Optional
 
-from ..errors import LinkError
+from ..errors import LinkError, Span
 from . import nodes as ir
 
 
@@ -720,13 +720,19 @@ class _Reader:
         return p
 
 
-def loads(text: str, strict: bool = False) -> ir.Program:
+def loads(text: str, strict: bool = False, file: Optional[str] = None) -> ir.Program:
     """Read IR JSON text.  Shape and type errors raise ``IRError``.  With
     ``strict``, only serQ 0.1.3's IR is read: serq's extensions and fields
-    it does not know are refused (0.1.3 itself ignores unknown fields)."""
+    it does not know are refused (0.1.3 itself ignores unknown fields).
+    ``file``: where the text comes from, for the place of a JSON error."""
     try:
         data = _json.loads(text)
     except ValueError as e:
+        lineno, colno = getattr(e, "lineno", None), getattr(e, "colno", None)
+        if file is not None and lineno is not None:
+            raise IRError("IR: not JSON: %s" % getattr(e, "msg", e), Span(file, lineno, colno),
+                          help="IR is the JSON `serq ir` prints; a program file is named "
+                               "NAME.sq", source=text) from None
         raise IRError("IR: not JSON: %s" % e) from None
     except RecursionError:
         raise IRError("IR: nested too deeply to read") from None

@@ -121,6 +121,45 @@ def binop(op: str, a: float, b: float) -> float:
     raise ValueError(op)
 
 
+#: serQ 0.1.3's bound on the terms a program's aggregates write out, all
+#: ``max``/``min``/``sum … in N`` of the program together (a nested one
+#: counts at every term of the one around it): ``sum i in 3000 (sum j in
+#: 3000 (j))`` would be nine million terms.
+MAX_TERMS = 4096
+
+# The terms written out so far by the program being linked (``reset_terms``
+# at the start of each link; sweeps and Ray workers link in processes of
+# their own, one program at a time).
+_terms = [0]
+
+
+def reset_terms() -> None:
+    _terms[0] = 0
+
+
+def write_out(e: ast.Agg, n: float) -> int:
+    """An aggregate's count, checked as 0.1.3 checks it (a positive whole
+    number; the program's terms so far plus it at most ``MAX_TERMS``),
+    before any term is written out."""
+    if not (n >= 1 and float(n).is_integer() and not math.isinf(n)):
+        raise LinkError("`%s %s in`'s count must be a positive integer, found %s"
+                        % (e.kind, e.var, _fmt(n)), e.span)
+    _terms[0] += int(n)
+    if _terms[0] > MAX_TERMS:
+        raise LinkError("`%s %s in`: the program's aggregates write out %d terms, at most %d"
+                        % (e.kind, e.var, _terms[0], MAX_TERMS), e.span,
+                        help="an aggregate is written out term by term: keep the program's "
+                             "aggregates to %d terms in all (a nested one counts once for "
+                             "each term of the one around it)" % MAX_TERMS)
+    return int(n)
+
+
+def _fmt(v: float) -> str:
+    if math.isinf(v) or math.isnan(v):
+        return str(v)
+    return str(int(v)) if float(v).is_integer() else repr(v)
+
+
 def fold(e: ast.Expr, lets: Dict[str, float], extra: Optional[Dict[str, float]] = None) -> float:
     """The value of a constant expression; raises ``NotConstant`` naming the
     first node that is not constant.  ``extra`` binds aggregate variables."""
@@ -161,14 +200,12 @@ def fold(e: ast.Expr, lets: Dict[str, float], extra: Optional[Dict[str, float]] 
     if t is ast.Draw:
         raise NotConstant(e, "a constant cannot sample")
     if t is ast.Agg:
-        n = fold(e.count, lets, extra)
+        n = write_out(e, fold(e.count, lets, extra))
         terms = []
-        for j in range(int(n)):
+        for j in range(n):
             inner = dict(extra or {})
             inner[e.var] = float(j)
             terms.append(fold(e.body, lets, inner))
-        if not terms:
-            raise NotConstant(e, "an empty aggregate")
         acc = terms[0]
         for v in terms[1:]:
             acc = {"max": _max, "min": _min}.get(e.kind, lambda a, b: a + b)(acc, v)

@@ -15,6 +15,10 @@ from . import consts
 from .scope import (AGGREGATES, CTX_NAMES, DISTRIBUTIONS, FUNCTIONS, MATH, WHERE_CTX,
                     WHERE_TEXT, Moment, Scope)
 
+# sim/dist.py's bound, said at link time when the shape is a constant (the
+# front end imports nothing of the simulator)
+MAX_ERLANG_PHASES = 1e9
+
 _BINOPS = {"+": "Add", "-": "Sub", "*": "Mul", "/": "Div", "^": "Pow", "<": "Lt",
            "<=": "Le", ">": "Gt", ">=": "Ge", "==": "Eq", "!=": "Ne", "&&": "And",
            "||": "Or"}
@@ -149,7 +153,16 @@ class ExprLinker:
         if not m.draw:
             self.invalid(m, "%s may not draw" % (m.name or "this expression"), e,
                              help="sample into a session attribute first and read that")
-        return ir.Sample(d[0], [self.expr(a, m, bound) for a in e.args])
+        args = [self.expr(a, m, bound) for a in e.args]
+        if d[0] == "Erlang" and type(args[0]) is ir.Num and not args[0].value <= MAX_ERLANG_PHASES:
+            k = args[0].value
+            if k == k:  # (NaN phases are one, as in 0.1.3)
+                raise self.error(m, "`~erlang(%s, …)`: %s phases, more than the %d one draw "
+                                 "takes at most (each phase is a draw of its own; serQ 0.1.3 "
+                                 "draws for ever)" % (_fmt(k), _fmt(k), MAX_ERLANG_PHASES),
+                                 e.args[0], help="k is the shape: cv2 = 1/k; a k this large "
+                                 "is a constant already (write `~det(mean)` or the mean)")
+        return ir.Sample(d[0], args)
 
     def call(self, e: ast.Call, m: Moment, bound) -> ir.Expr:
         f = e.func
@@ -238,11 +251,12 @@ class ExprLinker:
             raise self.error(m, nc.reason, nc.node,
                              help="the count of `%s %s in` is a number or a constant"
                              % (e.kind, e.var)) from None
-        if not (n >= 1 and float(n).is_integer() and n < 1e6):
-            raise self.error(m, "`%s %s in`'s count must be a positive integer, found %s"
-                             % (e.kind, e.var, _fmt(n)), e)
+        try:
+            n = consts.write_out(e, n)
+        except LinkError as err:
+            raise self.error(m, err.message, e, help=err.help) from None
         terms = []
-        for j in range(int(n)):
+        for j in range(n):
             inner = dict(bound or {})
             inner[e.var] = float(j)
             terms.append(self.expr(e.body, m, inner))

@@ -839,6 +839,7 @@ def link(prog: ast.Program, overrides: Optional[Overrides] = None, parse_expr=No
     """Link a parsed program into IR.  Raises ``LinkError`` (with the program's
     source attached for the caret excerpt)."""
     try:
+        consts.reset_terms()
         return Linker(prog, overrides or Overrides(), parse_expr).link()
     except LinkError as e:
         if e.span is not None and e.span.file.startswith("--set ") and overrides is not None:

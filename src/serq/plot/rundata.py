@@ -99,16 +99,16 @@ def series_gauges(prog) -> List:
 def run_and_dump(path: str, directory: str, sets, defs, **settings) -> RunData:
     """Run the program at ``path`` once with the series gauges, write its
     dump and iteration trace to ``directory`` and read them back."""
-    from ..compiler import compile_program, read_source
+    from ..compiler import compile_program, is_ir, read_source
     from ..ir.json import loads
     from ..report.build import build_report
     from ..report.dump import write_dump
     from ..report.text import report_text
     from ..runner import simulate
-    if read_source(path).lstrip().startswith("{"):
+    if is_ir(path, read_source(path)):
         if sets or defs:
             raise UsageError("a `let` or `def` override applies to program text, not to IR")
-        prog = loads(read_source(path))
+        prog = loads(read_source(path), file=path)
         for key, v in settings.items():
             if v is not None:
                 setattr(prog, key, v)

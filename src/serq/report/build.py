@@ -125,6 +125,7 @@ def build_report(sim, extras: bool = True) -> Report:
                 row.decode_tokens = _decode_tokens(s)
         stages.append(row)
     pools = []
+    waiting = [q for q in sim.pools if q.queue]  # (over_cap reads only these)
     for p in sim.pools:
         s = p.stats
         pools.append(PoolRow(
@@ -133,7 +134,7 @@ def build_report(sim, extras: bool = True) -> Report:
             mean_holders=s.holders.mean(end), mean_wait=_mean(s.wait),
             admissions=s.admissions, evicted_entries=s.evicted_entries,
             evicted_units=s.evicted_units, preemptions=s.preemptions, spills=s.spills,
-            rejected=s.rejected, stuck=s.stuck, over_cap=sim.over_cap(p)))
+            rejected=s.rejected, stuck=s.stuck, over_cap=sim.over_cap(p, waiting)))
     report = Report(
         horizon=prog.horizon, end=end, warmup=prog.warmup, seed=prog.seed,
         events=sim.events, arrivals=sim.arrived, ended=sim.ended, turns=sim.turns,

@@ -43,12 +43,24 @@ def uniform(rng, lo, hi):
     return lo + (hi - lo) * rng.random_f64()
 
 
+#: The most phases an Erlang draw takes: each is a draw of its own, and the
+#: reference, past this, draws for hours (for ever at k = inf).
+MAX_ERLANG_PHASES = 1e9
+
+
 def erlang_phases(k):
     """k' = max(1, trunc(k)) with Rust's float-to-integer cast (NaN gives 1).
 
-    An infinite ``k`` raises ``OverflowError`` (the reference would draw for
-    ever)."""
+    A ``k`` past ``MAX_ERLANG_PHASES`` (inf included) is a ``RunError``
+    (the reference would draw for hours, or for ever)."""
     if k >= 2.0:
+        if k > MAX_ERLANG_PHASES:
+            from ..errors import RunError
+            raise RunError("`~erlang(k, mean)`: k is %s phases, more than the %d one draw takes "
+                           "at most (each phase is a draw of its own)"
+                           % (k if k == float("inf") else "%.17g" % k, MAX_ERLANG_PHASES),
+                           help="k is the shape: cv2 = 1/k; a k near 1e9 is a constant "
+                                "already (write the mean itself)")
         return int(k)
     return 1
 

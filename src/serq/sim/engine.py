@@ -13,6 +13,7 @@ loop and checks the end.
 """
 import heapq
 import math
+import time
 
 from ..errors import RunError
 from ..ir import nodes as ir
@@ -508,16 +509,30 @@ class Simulator(Settle):
                 raise RunError("`arrive renewal(…)`: the interarrival time is %s, not a positive "
                                "time" % fmt(gap))
             self.schedule(gap, self.arrive, None)
-        elif a.kind in ("Batch", "Closed"):
-            for _ in range(a.value):
+        started = time.monotonic()
+        if a.kind in ("Batch", "Closed"):
+            # A million sessions take a while to start: --max-wall counts
+            # from here, and stops the starting too.
+            for i in range(a.value):
                 self.spawn()
+                if max_wall is not None and i & 1023 == 1023 and \
+                        time.monotonic() - started > max_wall:
+                    self.partial = "--max-wall %s" % fmt(max_wall)
+                    break
         limit = prog.arrivals
         self.start_recording()
         prepare_fold(self)
         self.estimates = reads_estimates(prog)  # else no stage keeps its estimator
-        self.settle()
-        with interrupts(self):
-            end = self.run_events(limit, progress, max_events, max_wall)
+        if self.partial is None:
+            # (a start cut short by --max-wall is not settled: the report is of t = 0)
+            self.settle()
+        if self.partial is None:
+            left = None if max_wall is None else max(1e-9, max_wall - (time.monotonic() - started))
+            with interrupts(self):
+                end = self.run_events(limit, progress, max_events, left)
+            if left is not None and self.partial is not None and \
+                    self.partial.startswith("--max-wall"):
+                self.partial = "--max-wall %s" % fmt(max_wall)  # (as asked, not what was left)
         if self.partial is not None:
             end = self.now
             limit = None  # a stopped run is not checked for its arrivals

@@ -562,7 +562,15 @@ class PoolSim(TimeAverages):
             label = self.pool_label(p)
             entries = sum(e.units for e in p.entries.values()) + sum(e.units for e in p.dead)
             problems = []
-            if p.used + p.cached > p.cap + 1e-6:
+            # Sums of floats drift with their magnitude: the tolerance is
+            # 1e-12 of the largest amount in play, and never below 1e-6 (the
+            # absolute tolerance once fired at 3e137 units, where one ulp is
+            # 6e121).
+            scale = max([1.0, abs(p.used), abs(p.cached), abs(p.reserved), abs(entries),
+                         abs(held.get(p.index, 0.0))] + ([abs(p.cap)] if p.cap != float("inf")
+                                                         else []))
+            tol = max(1e-6, 1e-12 * scale)
+            if p.used + p.cached > p.cap + tol:
                 problems.append("used %s + cached %s > cap %s" % (fmt(p.used), fmt(p.cached),
                                                                    fmt(p.cap)))
             reserved = 0.0
@@ -571,16 +579,16 @@ class PoolSim(TimeAverages):
                     for i, q in enumerate(run.pools):
                         if q is p and not run.done[i]:
                             reserved += run.reserve[i]
-            if abs(reserved - p.reserved) > 1e-6:
+            if abs(reserved - p.reserved) > max(tol, 1e-12 * abs(reserved)):
                 problems.append("reserved %s but live holds reserve %s" % (fmt(p.reserved),
                                                                            fmt(reserved)))
-            if p.used < -1e-6 or p.cached < -1e-6 or p.reserved < -1e-6:
+            if p.used < -tol or p.cached < -tol or p.reserved < -tol:
                 problems.append("a negative amount (used %s, cached %s, reserved %s)"
                                 % (fmt(p.used), fmt(p.cached), fmt(p.reserved)))
-            if abs(entries - p.cached) > 1e-6:
+            if abs(entries - p.cached) > tol:
                 problems.append("cached %s but the entries hold %s" % (fmt(p.cached),
                                                                         fmt(entries)))
-            if abs(held.get(p.index, 0.0) - p.used) > 1e-6:
+            if abs(held.get(p.index, 0.0) - p.used) > tol:
                 problems.append("used %s but holds and leases have %s"
                                 % (fmt(p.used), fmt(held.get(p.index, 0.0))))
             if problems:
@@ -609,11 +617,13 @@ class PoolSim(TimeAverages):
             return cachedin
         return None
 
-    def over_cap(self, p):
+    def over_cap(self, p, waiting=None):
         """At the end: a queue's head asks ``p`` for more than its cap (a
         state-dependent demand that can never be admitted).  The row is the
-        pool that cannot give; the label names the queue it waits in."""
-        for q in self.pools:
+        pool that cannot give; the label names the queue it waits in.
+        ``waiting``: the pools whose queue is not empty, when the caller asks
+        for every pool (found once, not once a pool: 20,000 pools)."""
+        for q in (self.pools if waiting is None else waiting):
             if not q.queue:
                 continue
             run = self.select(q).run

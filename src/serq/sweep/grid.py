@@ -17,7 +17,7 @@ import itertools
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import List, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 from ..errors import UsageError
 
@@ -54,9 +54,10 @@ def linspace(a: str, b: str, n: int) -> List[float]:
     return [float(fa + (fb - fa) * i / (n - 1)) for i in range(n)]
 
 
-def parse_axis(text: str) -> Axis:
+def parse_axis(text: str, max_points: Optional[int] = None) -> Axis:
     """``NAME=SPEC`` -> an :class:`Axis`; a malformed spec is a usage error
-    saying how to write one."""
+    saying how to write one.  A range of more than ``max_points`` points
+    (``--max-runs``) is refused before its values are made."""
     name, eq, spec = text.partition("=")
     name = name.strip()
     if not eq or not name:
@@ -76,6 +77,11 @@ def parse_axis(text: str) -> Axis:
                              "--set %s=%s" % (text, name, a.strip()))
         if any(p.strip().lstrip("+-") == "inf" for p in (a, b)):
             raise UsageError("--set %s: a range runs between finite numbers" % text)
+        if max_points is not None and count > max_points:
+            raise UsageError("--set %s: %d points, more runs than --max-runs %d allows"
+                             % (text, count, max_points),
+                             help="sweep fewer points, or raise --max-runs if the sweep is "
+                                  "meant to be this large")
         return Axis(name, linspace(a, b, count))
     if ":" in spec and all(_is_number(p) for p in parts if p.strip()):
         raise UsageError("--set %s: a range is written A:B:N (from A to B, N points)" % text)

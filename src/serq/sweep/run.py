@@ -26,6 +26,11 @@ from .grid import Axis, check_axes, points
 from .table import COLUMNS, Table, aggregate, write
 
 
+#: ``serq sweep --max-runs``'s default: a grid past it is most likely a typo
+#: (``1:2:100000000``), and would run for days.
+DEFAULT_MAX_RUNS = 10000
+
+
 @dataclass
 class Sweep:
     """What ``serq sweep`` was asked for."""
@@ -38,6 +43,8 @@ class Sweep:
     warmup: Optional[float] = None
     arrivals: Optional[int] = None
     trace: Optional[str] = None
+    #: the most runs (points x seeds) the sweep makes; None: no bound
+    max_runs: Optional[int] = DEFAULT_MAX_RUNS
 
     def seed_list(self) -> List[int]:
         return list(range(self.first_seed, self.first_seed + self.seeds))
@@ -48,24 +55,41 @@ def _describe(axes: Sequence[Axis], point: Tuple) -> str:
     return " ".join("%s=%s" % (ax.name, cell(v)) for ax, v in zip(axes, point)) or "the program"
 
 
+def check_runs(sweep: Sweep) -> None:
+    """Refuse a grid of more than ``max_runs`` runs, before any is made."""
+    if sweep.max_runs is None:
+        return
+    n = sweep.seeds
+    for ax in sweep.axes:
+        n *= len(ax.values)
+    if n > sweep.max_runs:
+        shape = " x ".join(["%d %s" % (len(ax.values), ax.name) for ax in sweep.axes] +
+                           ["%d seed%s" % (sweep.seeds, "" if sweep.seeds == 1 else "s")])
+        raise UsageError("the sweep makes %d runs (%s), more than --max-runs %d"
+                         % (n, shape, sweep.max_runs),
+                         help="sweep fewer points or seeds, or raise --max-runs if the sweep "
+                              "is meant to be this large")
+
+
 def compile_points(sweep: Sweep) -> List:
     """One IR program per grid point (a located error names the point)."""
-    from ..compiler import compile_program, read_source
+    from ..compiler import compile_program, is_ir, read_source
     from ..ir.json import loads
     check_axes(sweep.axes, COLUMNS)
     if sweep.seeds < 1:
         raise UsageError("--seeds is at least 1")
     if sweep.first_seed + sweep.seeds - 1 >= 2 ** 64:
         raise UsageError("the seeds run past 2^64 - 1: lower --seed")
+    check_runs(sweep)
     text = read_source(sweep.file)
     settings = dict(horizon=sweep.horizon, warmup=sweep.warmup, arrivals=sweep.arrivals,
                     trace=sweep.trace)
     progs = []
-    if text.lstrip().startswith("{"):
+    if is_ir(sweep.file, text):
         if sweep.axes or sweep.defs:
             raise UsageError("a `let` or `def` override applies to program text, not to IR: "
                              "sweep the program file")
-        prog = loads(text)
+        prog = loads(text, file=sweep.file)
         for key, v in settings.items():
             if v is not None:
                 setattr(prog, key, v)
@@ -118,7 +142,12 @@ def run_task(task: Task, on_start: Optional[Callable] = None) -> Result:
 
 def _ignore_sigint() -> None:
     import signal
+    import sys
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from ..depth import DEEP_LIMIT, lifts_limit
+    if lifts_limit():
+        # a task's program is unpickled here, as deep as its expressions (depth.py)
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), DEEP_LIMIT))
 
 
 def run_here(tasks: Sequence[Task], stop, done: Callable[[Result], None]) -> List[Result]:

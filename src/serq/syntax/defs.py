@@ -5,7 +5,9 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from .. import library
+from ..depth import MAX_CHAIN, MAX_LET_CHAIN
 from ..errors import SerqWarning, Span, SyntaxError_
+from ..inputfile import InputFileError, describe_limit, read_bytes
 from . import ast
 from .expand import DefInfo, LANGUAGE_WORDS, RETIRED, STATE_FUNCS, fold_const
 from .lexer import EOF, IDENT, PUNCT, STRING, Token, tokenize
@@ -18,6 +20,17 @@ from .lexer import EOF, IDENT, PUNCT, STRING, Token, tokenize
 # expression def's expansion counting two more tokens (it is parenthesised).
 MAX_TOKENS = 99_999
 USE_TOKENS = 3  # `use "PATH" ;`
+# serQ 0.1.3's largest array (`pool kv[N]`, `stage gpu[N]`).
+MAX_FAMILY = 10000
+# A library is read whole, at most this many bytes (as a program file is).
+MAX_LIBRARY = 8 * 1024 * 1024
+
+
+def _integer_digits(v: float) -> str:
+    """A whole number as the reference prints it: the shortest digits that
+    read back as ``v``, then zeros (9e135 is 9 and 135 zeros)."""
+    from decimal import Decimal
+    return "{:f}".format(Decimal(repr(float(v))).to_integral_value())
 
 
 class DefsMixin:
@@ -37,6 +50,10 @@ class DefsMixin:
             base: Optional[str] = None
         else:
             base = os.path.dirname(kw.file) if kw.file and not kw.file.startswith("<") else "."
+        if "\0" in st.text:
+            raise self.error("`use \"%s\"`: the path holds a NUL byte (\\0), which no file name "
+                             "can" % st.text.replace("\0", "\\0"), st,
+                             help="remove the NUL byte from the path")
         found, looked = library.resolve(st.text, base)
         if found is None:
             raise self.use_not_found(st.text, kw, looked, text_program)
@@ -56,11 +73,12 @@ class DefsMixin:
             return
         self.libraries_read.add(path)
         try:
-            with open(path, "rb") as fh:
-                raw = fh.read()
-            lib_text = raw.decode("utf-8", errors="replace")
-        except OSError as e:
-            raise self.error("cannot read `%s`: %s" % (st.text, e.strerror or e), kw)
+            raw = read_bytes(path, MAX_LIBRARY)
+        except InputFileError as e:
+            raise self.error("cannot read `%s`: %s" % (st.text, e.reason), kw,
+                             help="a library is a serQ program file of at most %s"
+                             % describe_limit(MAX_LIBRARY) if e.too_big else None)
+        lib_text = raw.decode("utf-8", errors="replace")
         lib_toks = tokenize(lib_text, path)
         if self.ntokens + len(lib_toks) - 1 > MAX_TOKENS:
             raise self.error("the libraries make the program longer than %d tokens" % MAX_TOKENS, kw,
@@ -261,7 +279,11 @@ class DefsMixin:
         self.next()
         name = self.expect_ident("a constant name")
         self.expect("=")
-        e = self.parse_expr()
+        self.chain_bound = MAX_LET_CHAIN  # folded to a number: deeper than IR goes
+        try:
+            e = self.parse_expr()
+        finally:
+            self.chain_bound = MAX_CHAIN
         self.expect(";")
         prog.items.append(ast.Let(name.text, e, name.span()))
         self.let_spans[name.text] = name.span()
@@ -291,6 +313,11 @@ class DefsMixin:
             raise self.error("array size must be a positive integer or a `let` constant that is one", start)
         if val != val or val in (float("inf"), float("-inf")) or not (val >= 1 and val == int(val)):
             raise self.error("array size must be a positive integer, found %s" % fmt_num(val), start)
+        if val > MAX_FAMILY:
+            # the reference's bound (a member is a pool or a stage with its own state)
+            raise self.error("array size %s is more than a family holds (%d): every member is a "
+                             "pool or stage of its own" % (_integer_digits(val), MAX_FAMILY),
+                             start)
         for d in deps:
             for x in [d] + self.let_deps.get(d, []):
                 if x not in self.array_lets:

@@ -3,6 +3,7 @@ down to primaries, references ``kv[j]``, ``D[j].kv``, ``Q.x`` and draws;
 an expression ``def`` is expanded where it is used."""
 from typing import List, Optional
 
+from ..depth import MAX_LET_CHAIN
 from . import ast
 from .expand import RETIRED, STATE_FUNCS
 from .lexer import IDENT, NUMBER, PUNCT
@@ -94,8 +95,26 @@ class ExpressionsMixin:
                 return left
             self.next()
             right = self.parse_binary(prec + 1) if prec < 5 else self.parse_unary()
+            height = max(self._height(left), self._height(right)) + 1
             left = ast.Binary(t.text, left, right, t.span())
+            if height > 1:
+                self.heights[id(left)] = (left, height)
+                if height > self.chain_bound:
+                    raise self.error("the expression is %d operators deep, more than the %d serq "
+                                     "reads%s" % (height, self.chain_bound,
+                                                  " in a `let`" if self.chain_bound == MAX_LET_CHAIN
+                                                  else ""), t,
+                                     help="split it into parts with `let`, `set` or `def` (a sum "
+                                          "of many terms: `sum i in N (…)`)")
             ceiling = 2 if prec == 3 else prec
+
+    def _height(self, e: ast.Expr) -> int:
+        """A parsed operator chain's depth (1 for an operand, as far as a
+        chain of ``Binary`` nodes goes)."""
+        if type(e) is not ast.Binary:
+            return 0
+        known = self.heights.get(id(e))
+        return known[1] if known is not None and known[0] is e else 1
 
     def parse_unary(self) -> ast.Expr:
         t = self.peek()

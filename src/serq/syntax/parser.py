@@ -12,6 +12,7 @@ import sys
 from typing import Dict, List, Optional, Tuple
 from typing import Set as PySet
 
+from ..depth import MAX_CHAIN
 from ..errors import SerqWarning, Span, SyntaxError_
 from . import ast
 from ..ir.nodes import BUILTIN_ATTRS
@@ -57,6 +58,10 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         self.toks: List[Token] = []
         self.pos = 0
         self.depth = 0
+        # operator chains: each Binary's depth (kept with the node, so an id
+        # is never another's), and the deepest read here (expressions.py)
+        self.heights: Dict[int, Tuple[ast.Expr, int]] = {}
+        self.chain_bound = MAX_CHAIN
         self.ntokens = 0  # the program's token stream, as the reference counts it
         self.defs: Dict[str, DefInfo] = {}
         self.def_order: List[str] = []

@@ -29,6 +29,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ..errors import Span
+from ..inputfile import InputFileError, read_bytes
 from ..tracefile import TraceError
 
 REPLY = ("gpt", "chatgpt", "assistant", "bard", "bing", "model")
@@ -65,12 +66,15 @@ def estimate_tokens(text: str, tokenizer: str) -> int:
     return max(1, n)
 
 
+#: The largest public trace file read (ShareGPT's JSON is about 650 MB).
+MAX_INPUT = 2 * 1024 * 1024 * 1024
+
+
 def _open_text(path: str) -> str:
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise TraceError("cannot read %s: %s" % (path, e.strerror or e)) from None
+        data = read_bytes(path, MAX_INPUT)
+    except InputFileError as e:
+        raise TraceError("cannot read %s: %s" % (path.replace("\0", "\\0"), e.reason)) from None
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -138,7 +142,17 @@ def _csv_rows(path: str, columns: Tuple[str, ...], what: str) -> Iterator[Tuple[
     lines = text.splitlines()
     reader = csv.reader(lines)
     header = None
-    for idx, row in enumerate(reader):
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:
+            # a field past csv's limit (128 KiB), a NUL byte, a quote left open
+            lineno = max(1, reader.line_num)
+            raise fail(path, lineno, "not CSV that serq reads: %s" % e,
+                       (lines[lineno - 1] if lineno - 1 < len(lines) else "")[:120],
+                       help="each field of %s is a short text or a number" % what) from None
         lineno = reader.line_num
         raw = lines[lineno - 1] if lineno - 1 < len(lines) else ""
         if not row or not "".join(row).strip():
@@ -156,7 +170,7 @@ def _csv_rows(path: str, columns: Tuple[str, ...], what: str) -> Iterator[Tuple[
                        raw, length=max(1, len(raw)))
         yield lineno, raw, dict(zip(header, row))
     if header is None:
-        raise TraceError("%s: empty trace" % path, help="the header names %s"
+        raise TraceError("%s: empty trace" % path, Span(path, 1, 1), help="the header names %s"
                          % ", ".join(columns))
 
 
