@@ -41,6 +41,36 @@ def test_max_wall_stops_with_a_note():
     assert "(--max-wall 0.3)" in r.stdout.splitlines()[0]
 
 
+SLOW_EVENTS = """
+// Every event is slow: 20000 holds wait in a queue ordered by a key, and
+// each admission orders the whole queue again (about 0.2 s an event).
+pool p { cap 1; queue by (-key); }
+stage d : delay;
+workload { arrive batch(20000); }
+session {
+  set key = ~uniform(0, 1);
+  hold p (1) { run d (0.001); }
+}
+run { horizon 1000; }
+"""
+
+
+def test_max_wall_holds_when_events_are_slow(tmp_path):
+    # The wall clock is read at every event: with the old check every 4096
+    # events this run went on for minutes past its limit.
+    prog = tmp_path / "slow_events.sq"
+    prog.write_text(SLOW_EVENTS)
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "serq", "run", str(prog), "--max-wall", "1",
+                        "--json"], capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["extended"]["partial"]["reason"] == "--max-wall 1"
+    assert d["events"] < 4096
+    assert elapsed < 15
+
+
 def _wait_for_cpu(pid, seconds, limit=60.0):
     """Until process ``pid`` has used ``seconds`` of CPU (from /proc), or
     2.5 s of wall time where /proc is not there; a loaded machine delays

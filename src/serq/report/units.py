@@ -68,6 +68,15 @@ def _kind(e: ir.Expr, attrs: Dict[int, Optional[str]]) -> Optional[str]:
     return None
 
 
+def _kind_of(e: ir.Expr, attrs: Dict[int, Optional[str]]) -> Optional[str]:
+    """``_kind``, or not known for an expression nested past Python's
+    recursion limit (a long flat sum the linker accepts)."""
+    try:
+        return _kind(e, attrs)
+    except RecursionError:
+        return None
+
+
 def time_observations(prog: ir.Program) -> Set[int]:
     """Indices of the observations whose every `observe` records a time."""
     sets: Dict[int, List[ir.Expr]] = {}
@@ -91,14 +100,14 @@ def time_observations(prog: ir.Program) -> Set[int]:
         for slot, values in sets.items():
             if attrs.get(slot) is not None:
                 continue
-            kinds = {_kind(v, attrs) for v in values}
+            kinds = {_kind_of(v, attrs) for v in values}
             if len(kinds) == 1 and None not in kinds:
                 attrs[slot] = kinds.pop()
                 changed = True
         if not changed:
             break
     return {i for i, values in observes.items()
-            if all(_kind(v, attrs) is not None for v in values)}
+            if all(_kind_of(v, attrs) is not None for v in values)}
 
 
 def observation_units(prog: ir.Program) -> List[Optional[str]]:

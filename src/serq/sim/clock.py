@@ -32,6 +32,9 @@ class Clock(object):
         # A step stage that just started an iteration of decodes only
         # (Step.launch): the loop lets it fold (settle.py, fold.py).
         self.fold_stage = None
+        # The monotonic time at which --max-wall stops the run (run_events):
+        # read at every event, so that a run of slow events stops in time.
+        self.deadline = None
 
     def schedule(self, t, fn, arg):
         self.seq += 1
@@ -48,7 +51,10 @@ class Clock(object):
         settle = self.settle
         gauges = self.gauges
         checks = progress is not None or max_wall is not None
+        shows = progress is not None  # (a progress display every 4096 events)
         deadline = None if max_wall is None else time.monotonic() + max_wall
+        self.deadline = deadline
+        monotonic = time.monotonic
         try:
             if limit is None and max_events is None and not checks and self.lean():
                 self.run_lean(horizon)
@@ -73,17 +79,17 @@ class Clock(object):
                 fn(arg)
                 settle()
                 while self.fold_stage is not None and not self.stop_requested and \
-                        not (checks and not self.events & 4095):
+                        not (shows and not self.events & 4095):
                     st = self.fold_stage
                     self.fold_stage = None
-                    self.fold(st, horizon, max_events, checks)
+                    self.fold(st, horizon, max_events, shows)
                 if self.stop_requested:
                     self.partial = "interrupted"
                     break
-                if checks and not self.events & 4095:
-                    if progress is not None:
+                if checks:
+                    if shows and not self.events & 4095:
                         progress(t, horizon)
-                    if deadline is not None and time.monotonic() > deadline:
+                    if deadline is not None and monotonic() > deadline:
                         self.partial = "--max-wall %s" % fmt(max_wall)
                         break
             else:

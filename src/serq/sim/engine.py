@@ -491,6 +491,37 @@ class Simulator(Settle):
                 self.closed_count = 1
             self.spawn()
 
+    def start_and_run(self, a, progress, max_events, max_wall, started):
+        """``run``'s sessions started (a batch or closed population), the
+        first settle and the event loop; returns the run's end."""
+        prog = self.prog
+        end = prog.horizon
+        if a.kind in ("Batch", "Closed"):
+            # A million sessions take a while to start: --max-wall counts
+            # from here, and stops the starting too.
+            for i in range(a.value):
+                self.spawn()
+                if i & 1023 == 1023:
+                    if self.stop_requested:
+                        self.partial = "interrupted"
+                        break
+                    if max_wall is not None and time.monotonic() - started > max_wall:
+                        self.partial = "--max-wall %s" % fmt(max_wall)
+                        break
+        self.start_recording()
+        prepare_fold(self)
+        self.estimates = reads_estimates(prog)  # else no stage keeps its estimator
+        if self.partial is None:
+            # (a start cut short is not settled: the report is of t = 0)
+            self.settle()
+        if self.partial is None:
+            left = None if max_wall is None else max(1e-9, max_wall - (time.monotonic() - started))
+            end = self.run_events(prog.arrivals, progress, max_events, left)
+            if left is not None and self.partial is not None and \
+                    self.partial.startswith("--max-wall"):
+                self.partial = "--max-wall %s" % fmt(max_wall)  # (as asked, not what was left)
+        return end
+
     def run(self, progress=None, max_events=None, max_wall=None):
         """Simulate to the end.  ``progress(now, horizon)``, if given, is
         called every few thousand events (a progress bar).  ``max_events``
@@ -510,29 +541,9 @@ class Simulator(Settle):
                                "time" % fmt(gap))
             self.schedule(gap, self.arrive, None)
         started = time.monotonic()
-        if a.kind in ("Batch", "Closed"):
-            # A million sessions take a while to start: --max-wall counts
-            # from here, and stops the starting too.
-            for i in range(a.value):
-                self.spawn()
-                if max_wall is not None and i & 1023 == 1023 and \
-                        time.monotonic() - started > max_wall:
-                    self.partial = "--max-wall %s" % fmt(max_wall)
-                    break
+        with interrupts(self):  # (Ctrl-C while a batch starts keeps its report too)
+            end = self.start_and_run(a, progress, max_events, max_wall, started)
         limit = prog.arrivals
-        self.start_recording()
-        prepare_fold(self)
-        self.estimates = reads_estimates(prog)  # else no stage keeps its estimator
-        if self.partial is None:
-            # (a start cut short by --max-wall is not settled: the report is of t = 0)
-            self.settle()
-        if self.partial is None:
-            left = None if max_wall is None else max(1e-9, max_wall - (time.monotonic() - started))
-            with interrupts(self):
-                end = self.run_events(limit, progress, max_events, left)
-            if left is not None and self.partial is not None and \
-                    self.partial.startswith("--max-wall"):
-                self.partial = "--max-wall %s" % fmt(max_wall)  # (as asked, not what was left)
         if self.partial is not None:
             end = self.now
             limit = None  # a stopped run is not checked for its arrivals

@@ -35,6 +35,7 @@ point, and the reports are the same bytes (tests/test_fold.py, the
 conformance suite, the iteration trace, which turns folding off).
 """
 import heapq
+import time
 from typing import Any, List, Optional, Tuple
 
 from ..ir import nodes as ir
@@ -304,6 +305,7 @@ def fold(sim: Any, st: Step, horizon: float, max_events: Optional[int], checks: 
     after the same events, with the next one not yet run."""
     heap: List[Any] = sim.heap
     gauges: List[Any] = sim.gauges
+    deadline: Optional[float] = sim.deadline  # (--max-wall: checked at every event)
     f: Optional[Folding] = None
     if not st.residents:
         return
@@ -361,6 +363,8 @@ def fold(sim: Any, st: Step, horizon: float, max_events: Optional[int], checks: 
                 st.attempt()
         _settle_tail(sim, t)
         if not folded or (checks and not sim.events & 4095):
+            break
+        if deadline is not None and time.monotonic() > deadline:
             break
     if f is not None:
         f.write_back()
