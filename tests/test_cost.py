@@ -338,7 +338,12 @@ def test_simulated_steps_cost_what_the_roofline_says(tmp_path, model, gpu, tp, b
         assert c == pytest.approx(d.decode_step(batch), rel=1e-12)
 
 
-def test_the_committed_library_is_what_serq_cost_writes():
-    lib = ROOT / "lib" / "costs" / "llama-3.1-8b-h100-sxm.sq"
-    d = dep("llama-3.1-8b", "h100-sxm")
+@pytest.mark.parametrize("name,model,gpu,tp", [
+    ("llama-3.1-8b-h100-sxm.sq", "llama-3.1-8b", "h100-sxm", 1),
+    ("llama-3.1-70b-h100-sxm-tp4.sq", "llama-3.1-70b", "h100-sxm", 4),
+])
+def test_the_committed_library_is_what_serq_cost_writes(name, model, gpu, tp):
+    # the libraries the examples use (the header of each says the command)
+    lib = ROOT / "lib" / "costs" / name
+    d = dep(model, gpu, tp=tp)
     assert lib.read_text() == render(d, "cost", lib.name)

@@ -46,7 +46,8 @@ def test_lib_folder_is_the_installed_library_not_a_copy():
     assert (ROOT / "lib").is_symlink()
     assert (ROOT / "lib").resolve() == LIB.resolve()
     assert Path(library.INSTALLED).resolve() == LIB.resolve()
-    assert library.installed_libraries() == ["costs/llama-3.1-8b-h100-sxm.sq", "vllm.sq"]
+    assert library.installed_libraries() == ["costs/llama-3.1-70b-h100-sxm-tp4.sq",
+                                             "costs/llama-3.1-8b-h100-sxm.sq", "vllm.sq"]
 
 
 def test_use_by_name_reads_the_installed_library(tmp_path):
