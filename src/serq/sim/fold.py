@@ -267,12 +267,17 @@ class Folding(object):
             if g is not None and self.starts:
                 run, i = g
                 run.pos[i] = self.pos0[k] + starts
-        self.starts = 0
+        self.starts = 0  # (written back: the counts start again)
         self.ends = 0
 
-def _settle_tail(sim: Any, now: float) -> None:
-    """The end of ``Settle.settle`` (the live average, the event times, the
-    records), for an event after which nothing else ran."""
+
+def settle_tail(sim: Any, now: float) -> None:
+    """The end of every settle (``Settle.settle``, and a folded event's):
+    the live average's piece, the event's time in ``ticks``, and the records
+    of what the event touched.  Every stage's and pool's time averages need
+    a piece at every event, as the reference's float bits do; a stage or pool
+    whose values did not change adds its pieces later from ``ticks``
+    (``catch_up``)."""
     a: TimeAverage = sim.live_avg
     a.area += a.value * (now - a.last)
     a.last = now
@@ -361,7 +366,7 @@ def fold(sim: Any, st: Step, horizon: float, max_events: Optional[int], checks: 
                 f = None
             if st.running is None and st.pending():
                 st.attempt()
-        _settle_tail(sim, t)
+        settle_tail(sim, t)
         if not folded or (checks and not sim.events & 4095):
             break
         if deadline is not None and time.monotonic() > deadline:

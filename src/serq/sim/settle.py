@@ -116,27 +116,9 @@ class Settle(PoolSim):
         if self.flows_dirty:
             self.flows_dirty = False
             self.flows.recompute()
-        now = self.now
-        a = self.live_avg  # a.set(now, float(self.live)), inlined
-        a.area += a.value * (now - a.last)
-        a.last = now
-        a.value = float(self.live)
-        # Every stage's, then every pool's record (see run): a new piece of
-        # each time average at every event, as the reference's float bits
-        # need.  The event times are kept in ``ticks``, and a stage or pool
-        # whose values did not change adds its pieces later (``catch_up``).
-        ticks = self.ticks
-        if ticks[-1] != now:
-            ticks.append(now)
-            if len(ticks) > TICKS_KEPT:
-                self.compact_ticks(now)
-        touched = self.touched
-        if touched:
-            for r in touched:
-                r.record(now)
-            touched.clear()
-        for record in self.recorders:
-            record(now)
+        # the live average, the event's tick and the records (fold.py: a
+        # folded event ends with the same tail)
+        folding.settle_tail(self, self.now)
         if self.check_invariants:
             self.check_pools()
         if self.check_touched:
