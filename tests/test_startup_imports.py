@@ -89,7 +89,7 @@ def test_the_top_level_help_lists_every_command(argv, capsys):
     from serq.cli import _COMMANDS, main
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert all(("    %s " % name) in out for name, _kw, _add in _COMMANDS)
+    assert all(("    %s " % name) in out for name, _kw, _add, _run in _COMMANDS)
 
 
 def test_an_unknown_command_lists_the_choices(capsys):
