@@ -62,6 +62,15 @@ def _pure(e):
     return False
 
 
+#: Pool queries written as source (as poolsim.pool_query reads them); the
+#: pools are looked up when read, as there.
+_POOL_READS = {
+    "Used": "_sim.pools[%s].used",
+    "Holders": "float(len(_sim.pools[%s].holders))",
+    "Queued": "float(len(_sim.pools[%s].queue))",
+}
+
+
 class ExprWriter(object):
     """Writes expressions as Python source over a context ``s`` (a session,
     or a stage's context object) whose attributes are ``a``."""
@@ -153,6 +162,19 @@ class ExprWriter(object):
         elif t is ir.Call and e.fun in MATH2:
             return "%s(%s, %s)" % (self.bind(MATH2[e.fun], "m"), self.expr(e.args[0].expr),
                                    self.expr(e.args[1].expr))
+        elif t is ir.Call and len(e.args) == 1 and type(e.args[0]) is not ir.ArgExpr:
+            # a query of a member (``holders(slots[r])``): the index read
+            # first, then the query, as the closure does
+            r = e.args[0].ref
+            if r.index is None:
+                m = "%d" % r.base
+            else:
+                m = "%s(%s)" % (self.bind(self.c.index_of(r), "pk"), self.expr(r.index))
+            inline = _POOL_READS.get(e.fun) if type(e.args[0]) is ir.ArgPool else None
+            if inline is not None:
+                # (poolsim.pool_query's reading, written out)
+                return inline % m
+            return "%s(%s, s)" % (self.bind(self.sim.query(e.fun), "q"), m)
         # anything else: its closure
         return "%s(s)" % self.bind(self.c.expr(e), "f")
 

@@ -137,6 +137,22 @@ class Compiler:
             v = idx(x)
             if v >= 0 and v < count and v == int(v):
                 return base + int(v)
-            raise RunError("index `%s` is %s: a member of an array of %d is 0 to %d"
-                           % (sim.describe_index(r), fmt(v), count, count - 1))
+            raise _bad_index(sim, r, v)
         return pick
+
+    def index_of(self, r: ir.Ref) -> Callable:
+        """``member(r)`` from the index's value (``r.index`` read by the
+        caller): for expressions written as source (codegen.ExprWriter)."""
+        base, count = r.base, r.count
+        sim = self.sim
+
+        def pick_value(v):
+            if v >= 0 and v < count and v == int(v):
+                return base + int(v)
+            raise _bad_index(sim, r, v)
+        return pick_value
+
+
+def _bad_index(sim, r: ir.Ref, v: float) -> RunError:
+    return RunError("index `%s` is %s: a member of an array of %d is 0 to %d"
+                    % (sim.describe_index(r), fmt(v), r.count, r.count - 1))
