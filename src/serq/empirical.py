@@ -63,9 +63,11 @@ def _is_header(cells: List[Tuple[str, int]]) -> bool:
     return all(c and (c[0].isalpha() or c[0] == "_") and _number(c) is None for c, _ in cells)
 
 
-def read_table(path: str, column: Optional[str] = None) -> Table:
+def read_table(path: str, column: Optional[str] = None, written: Optional[str] = None) -> Table:
     """The distinct values of the file (or of its column ``column``),
-    ascending, and the number of rows holding each (see the module)."""
+    ascending, and the number of rows holding each (see the module).
+    ``written``: the path as the program writes it, for the help texts."""
+    name = path if written is None else written
     try:
         data = read_bytes(path, MAX_TABLE)
     except InputFileError as e:
@@ -105,7 +107,7 @@ def read_table(path: str, column: Optional[str] = None) -> Table:
                         raise error("%s has %d columns (%s): name the one to read"
                                     % (path, width, ", ".join("`%s`" % n for n in names)),
                                     lineno, 1, len(line),
-                                    help='write `~empirical("%s", "%s")`' % (path, names[0]))
+                                    help='write `~empirical("%s", "%s")`' % (name, names[0]))
                 elif column in names:
                     pick = names.index(column)
                 else:
@@ -122,7 +124,7 @@ def read_table(path: str, column: Optional[str] = None) -> Table:
                 raise error("%s has %d columns and no header: there is no telling which one "
                             "to read" % (path, width), lineno, cells[1][1],
                             help="give the file a first row of column names and name one: "
-                                 '`~empirical("%s", "NAME")`' % path)
+                                 '`~empirical("%s", "NAME")`' % name)
         if len(cells) != width:
             at = cells[width][1] if len(cells) > width else len(line) + 1
             raise error("this row has %d cells, the first row %d" % (len(cells), width),

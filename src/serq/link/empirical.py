@@ -50,10 +50,11 @@ def empirical_table(cache: Dict[Tuple[str, Optional[str]], Table], e: ast.Draw) 
     if key in cache:
         return cache[key]
     try:
-        table = read_table(path, column)
+        table = read_table(path, column, text)
     except TableError as err:
         if err.span is not None:  # in the file
-            err.notes.append('read for `~empirical("%s")` at %s' % (text, span))
+            call = ", ".join('"%s"' % t for t, _ in e.strings)
+            err.notes.append("read for `~empirical(%s)` at %s" % (call, span))
             raise
         # a file that cannot be read: said at the string that names it
         raise LinkError(err.message, here, source=source_text(span.file),
