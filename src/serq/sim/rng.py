@@ -30,9 +30,8 @@ consecutive serials can be set up many at once, with the same draws, by
 rng_batch.py (which builds on this module):
 ``statement_streams``/``workload_streams`` (lists), ``StatementStreams(seed)``
 and ``WorkloadStreams(seed)`` (``get(serial)``, batches filled ahead), all on
-``substreams``/``Substreams``.  serq's extension laws (sim/xdist.py, not in
-0.1.3) draw from a companion of each of these streams (``Rng.extension``),
-never from the stream itself.
+``substreams``/``Substreams``.  serq's extension laws (sim/xdist.py) draw
+from companions of these streams (``Rng.extension``), never from them.
 
 On CPython the blocks are computed with whole-row arithmetic on wide integers
 (the four columns of the ChaCha state packed into 64-bit lanes of one
@@ -83,12 +82,8 @@ WORKLOAD_KIND: Final = 1
 STATEMENT_KIND: Final = 2
 LEG_KIND: Final = 3
 
-#: serq's extension laws (sim/xdist.py) draw from companion streams: the
-#: companion ``law`` of a stream seeded with ``s`` is ``substream(s,
-#: EXTENSION_TAG, law, 0)`` (``Rng.extension``), so that they never move
-#: the streams serQ 0.1.3's laws read.  The tag is "serq" in ASCII.
+#: ``Rng.extension``: the tag ("serq" in ASCII) and the number of laws.
 EXTENSION_TAG: Final = 0x73657271
-#: How many extension laws there are (companions per stream).
 EXTENSION_LAWS: Final = 4
 
 _M32: Final = 0xFFFFFFFF
@@ -632,9 +627,8 @@ class Rng(object):
     def position(self) -> Tuple[Optional[Key], Sequence[int], int, int, Any]:
         """Where the stream stands, for ``rewind`` (its companions too)."""
         ext = self._ext
-        where: Any = None
-        if ext is not None:
-            where = tuple([None if r is None else r.position() for r in ext])
+        where: Any = None if ext is None else tuple(
+            [None if r is None else r.position() for r in ext])
         return self._key, self._buf, self._i, self._counter, where
 
     def rewind(self, position: Tuple[Optional[Key], Sequence[int], int, int, Any]) -> None:
@@ -642,22 +636,21 @@ class Rng(object):
         those of the companion streams; one made since starts afresh)."""
         self._key, self._buf, self._i, self._counter, where = position
         ext = self._ext
-        if where is None:
+        if where is None or ext is None:
             self._ext = None
-        elif ext is not None:
-            for law in range(len(ext)):
-                at = where[law]
-                r = ext[law]
-                if at is None:
+            return
+        for law in range(len(ext)):
+            r = ext[law]
+            if r is not None:
+                if where[law] is None:
                     ext[law] = None
-                elif r is not None:
-                    r.rewind(at)
+                else:
+                    r.rewind(where[law])
 
     def extension(self, law: int) -> "Rng":
-        """The companion stream of serq's extension law ``law`` (0 to
-        ``EXTENSION_LAWS - 1``): ``substream(self.seed, EXTENSION_TAG, law,
-        0)``, made on first use.  Drawing from it leaves this stream where
-        it is."""
+        """The companion stream of extension law ``law`` (sim/xdist.py):
+        ``substream(self.seed, EXTENSION_TAG, law, 0)``, made on first use.
+        Drawing from it leaves this stream where it is."""
         ext = self._ext
         if ext is None:
             made: List[Optional[Rng]] = [None] * EXTENSION_LAWS
