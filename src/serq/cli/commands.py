@@ -14,7 +14,7 @@ def check_arguments(c) -> None:
     c.add_argument("file", help="a program (.sq)")
     c.add_argument("--strict", action="store_true",
                    help="serQ 0.1.3 only: refuse serq's language extensions (first fit, "
-                        "watermark)")
+                        "watermark, ~lognormal ~gamma ~pareto ~empirical)")
     overrides(c, False)
 
 

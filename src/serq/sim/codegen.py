@@ -18,7 +18,7 @@ the statement as the interpreter does.
 import math
 
 from ..ir import nodes as ir
-from . import dist
+from . import dist, xdist
 from .arith import CTX_FIELD, MATH1, MATH2, fdiv, fmt
 from .stages import Fifo
 
@@ -157,6 +157,11 @@ class ExprWriter(object):
             if law == "det":
                 return args[0]
             return "%s(s.rng, %s)" % (self.bind(dist.LAWS[law], "law"), ", ".join(args))
+        elif t is ir.ExtSample:
+            # (the sampler from the closure's compiler: one table per draw)
+            law = xdist.sampler(e.dist.lower(), e.values, e.counts)
+            args = [self.expr(x) for x in e.args]
+            return "%s(%s)" % (self.bind(law, "xlaw"), ", ".join(["s.rng"] + args))
         elif t is ir.Call and e.fun in MATH1:
             return "%s(%s)" % (self.bind(MATH1[e.fun], "m"), self.expr(e.args[0].expr))
         elif t is ir.Call and e.fun in MATH2:
