@@ -195,7 +195,7 @@ def _run_lines(r: Report) -> List[Line]:
     sessions = "sessions: %d arrived, %d ended after the warm-up, %s live on average" % (
         r.arrivals, r.ended, fmt(r.mean_live))
     if r.turns:
-        sessions += ", %d turns" % r.turns
+        sessions += ", %d turn%s" % (r.turns, "" if r.turns == 1 else "s")
     out.append([(sessions, "")])
     rt = r.rates
     if rt is not None:
