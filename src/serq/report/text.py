@@ -4,13 +4,13 @@
     sessions: 184 arrived, 162 ended after the warm-up, 11.5 live on average, 401 turns
     rates: 1.47 sessions/s, 3.65 turns/s, 252 generated tokens/s
 
-    observe    unit  count  mean   95% CI    cv2   p50   p90   p99  p99.9
-    ttft       ms      401  13.2    ±1.30  0.385  11.3  20.9  52.4   69.9
-    turn_time  s       402  0.437  ±0.0207 0.171 0.435 0.690 0.742  0.764
+    observe    unit  count  mean  95% CI    cv2   p50   p90   p99  p99.9
+    ttft       ms      401  13.2   ±1.30  0.385  11.3  20.9  52.4   69.9
+    turn_time  ms      402   437   ±20.7  0.171   435   690   742    764
 
-    stage  kind   number    util  done  thru (/s)  wait (s)  service (s)  iters
-    gpu    step     1.58   80.0%   803        7.3         0        0.217  15702
-    user   delay    9.94       -   233       2.12         0         4.57      -
+    stage  kind   number   util  done  thru (/s)  wait (s)  service (s)  iters
+    gpu    step     1.58  80.0%   803       7.30         0        0.217  15702
+    user   delay    9.94      -   233       2.12         0         4.57      -
 
 followed, when present, by the step, pool, gauge and claim tables, a key
 of the columns that need one (``key:`` lines), the notes, the SLO goodput
@@ -23,21 +23,23 @@ and last the findings (report/findings.py), as in the reference layout
   chooses its unit (mean, CI and percentiles together) and says it in its
   ``unit`` cell; ``-`` there is the program's own units (report/units.py).
   The itl columns of the step table share one unit.
-* **Numbers** have 3 significant digits, and a number of 100 or more is
-  rounded to a whole number (``15300``, ``4977790``, never ``1.5e+04``);
-  counts are whole numbers; shares of time are percentages.
+* **Numbers** have 3 significant digits, trailing zeros kept (``3.80``),
+  and a number of 100 or more is rounded to a whole number (``15300``,
+  ``2698300``, never ``2.6983e+06``); counts are whole numbers; shares of
+  time are percentages.
 * **Empty cells** are ``-``, whatever the reason: no sample, a CI below
   40 samples, a value that does not apply (a delay stage's util, a
   non-step stage's iterations).
 * **util** is the share of the measured time the stage was busy serving:
   for a step stage, the time an iteration ran (``prefill + decode +
-  mixed`` of the step table: a deadlocked engine holding work it cannot
-  iterate shows 0 %, not 100 %); for fifo and ps stages, 0.1.3's
+  mixed`` of the step table: an engine deadlocked holding work shows the
+  little it iterated before, not 100 %); for fifo and ps stages, 0.1.3's
   ``utilization``, the time at least one job was served (on a stage a
   ``share`` relation shares, the capacity its flows carried); a delay
   stage (think time, a network latency) serves no one and has no util:
   its ``number`` is the mean count of sessions in it.  A report read back
-  from JSON knows no stage kinds and shows 0.1.3's ``utilization``.
+  from JSON knows no stage kinds: it has no kind column, and a stage that
+  did not iterate shows 0.1.3's ``utilization``.
 
 Each line is a list of ``(text, style)`` pieces (:func:`report_lines`);
 ``report_text`` joins the texts, and cli/colour.py paints the styles on a
@@ -67,8 +69,16 @@ Cell = Union[str, Piece]
 # ---------------------------------------------------------------------------
 # Numbers
 
-def _missing(x: Optional[float]) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
+def _finite(x: Optional[float]) -> Optional[float]:
+    """``x``, or None when it is absent, NaN or infinite."""
+    if x is None or math.isnan(x) or math.isinf(x):
+        return None
+    return x
+
+
+def _scaled(x: Optional[float], k: float, digits: int = 3) -> str:
+    """``fmt`` of ``x`` in a unit ``k`` to the second."""
+    return fmt(None if x is None else x * k, digits)
 
 
 def fmt(x: Optional[float], digits: int = 3) -> str:
@@ -102,22 +112,24 @@ def fmt(x: Optional[float], digits: int = 3) -> str:
 
 def pct(x: Optional[float]) -> str:
     """A share (0 to 1) as a percentage with one decimal."""
-    if _missing(x) or math.isinf(x):  # type: ignore[arg-type]
+    v = _finite(x)
+    if v is None:
         return EMPTY
-    return "%.1f%%" % (100.0 * x + 0.0)  # type: ignore[operator]
+    return "%.1f%%" % (100.0 * v + 0.0)
 
 
 def _pm(x: Optional[float], scale: float = 1.0, share: bool = False) -> str:
     """A CI half-width: ``±`` and the number, ``-`` when there is none."""
-    if _missing(x) or math.isinf(x):  # type: ignore[arg-type]
+    v = _finite(x)
+    if v is None:
         return EMPTY
-    return "\u00b1" + (pct(x) if share else fmt(x * scale))  # type: ignore[operator]
+    return "\u00b1" + (pct(v) if share else fmt(v * scale))
 
 
 def time_unit(values: Sequence[Optional[float]]) -> Tuple[str, float]:
     """``("ms", 1000)`` when every value given is below a second (and one
     is not 0), else ``("s", 1)``."""
-    xs = [abs(v) for v in values if not _missing(v) and not math.isinf(v)]  # type: ignore
+    xs = [abs(v) for v in map(_finite, values) if v is not None]
     if xs and 0 < max(xs) < 1:
         return "ms", 1000.0
     return "s", 1.0
@@ -125,7 +137,7 @@ def time_unit(values: Sequence[Optional[float]]) -> Tuple[str, float]:
 
 def _times(values: Sequence[Optional[float]]) -> Tuple[str, List[str]]:
     unit, k = time_unit(values)
-    return unit, [EMPTY if _missing(v) else fmt(v * k) for v in values]  # type: ignore
+    return unit, [_scaled(v, k) for v in values]
 
 
 def _seconds(x: float) -> str:
@@ -138,7 +150,7 @@ def _seconds(x: float) -> str:
 def _instants(values: Sequence[Optional[float]]) -> Tuple[str, List[str]]:
     """A column of instants (a claim's first failure, t = 100.4 s): 4 digits."""
     unit, k = time_unit(values)
-    return unit, [EMPTY if _missing(v) else fmt(v * k, 4) for v in values]  # type: ignore
+    return unit, [_scaled(v, k, 4) for v in values]
 
 
 # ---------------------------------------------------------------------------
@@ -215,9 +227,9 @@ def _observe_table(r: Report) -> List[Line]:
         unit, k = "-", 1.0
         if o.unit == "s":
             unit, k = time_unit([o.mean] + qs)
-        rows.append([o.name, unit, str(o.count), fmt(None if o.mean is None else o.mean * k),
+        rows.append([o.name, unit, str(o.count), _scaled(o.mean, k),
                      _pm(o.ci, k), fmt(o.cv2)]
-                    + [EMPTY if _missing(x) else fmt(x * k) for x in qs])  # type: ignore
+                    + [_scaled(x, k) for x in qs])
     return lines_table(("observe", "unit", "count", "mean", "95% CI", "cv2")
                        + tuple(name for _, name in QUANTILES), rows, align="llrrrrrrrr")
 
@@ -275,7 +287,7 @@ def _step_table(r: Report, steps: List[StageRow]) -> List[Line]:
         rows.append([_member(s.name, s.index), pct(s.prefill_only), pct(s.decode_only),
                      pct(s.mixed), pct(idle), fmt(s.mean_decodes), fmt(s.mean_decode_batch),
                      step_time, fmt(tokens)]
-                    + [EMPTY if _missing(x) else fmt(x * k) for x in itl])  # type: ignore
+                    + [_scaled(x, k) for x in itl])
     header = (("step", "prefill", "decode", "mixed", "idle", "decodes", "batch",
                "step (%s)" % step_unit, "tokens/s", "itl (%s)" % itl_unit)
               + tuple("itl %s (%s)" % (name, itl_unit) for _, name in QUANTILES))
