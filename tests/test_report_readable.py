@@ -154,6 +154,21 @@ def test_a_report_read_back_from_json_has_no_kind_column():
     assert not any(l.startswith("key:") for l in report_text(r).split("\n"))
 
 
+def test_every_fixture_report_renders_aligned_without_nan():
+    from report_oracle import fixture
+    from serq.report.model import from_pyserq_json
+    for name, js in fixture()["json"].items():
+        text = report_text(from_pyserq_json(js))
+        # an exponent only past 1e15 (a fixture writes 1e300)
+        assert "NaN" not in text and not re.search(r"e\+(0\d|1[0-4])\b", text), name
+        for block in text.strip("\n").split("\n\n")[1:]:
+            rows = block.split("\n")
+            if rows[0].startswith(("warning:", "note:", "key:")):
+                continue
+            # right-aligned numbers: every line of a table ends at one column
+            assert len({len(r) for r in rows}) == 1, (name, block)
+
+
 def test_the_text_is_the_styled_lines_text():
     lines = report_lines(_report())
     assert "".join("".join(t for t, _ in l) + "\n" for l in lines) == report_text(_report())
