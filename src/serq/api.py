@@ -583,7 +583,15 @@ def run(program: Program, *, seed: Optional[int] = None, horizon: Optional[float
         if no_samples:
             raise UsageError("serq.run: slo joins each request's samples, which "
                              "no_samples=True does not keep")
-        slos = parse_slos(texts, prog, slo_per)
+        try:
+            slos = parse_slos(texts, prog, slo_per)
+        except UsageError as e:  # said as the command's --slo: say it as the argument
+            if e.message.startswith("`--slo "):
+                e.message = "serq.run(slo=...): `" + e.message[len("`--slo "):]
+                e.args = (e.message,)
+            if e.help:
+                e.help = e.help.replace("add --slo-per session", "give slo_per=\"session\"")
+            raise
     elif slo_per != "request":
         raise UsageError("serq.run(slo_per=%r) says what the SLOs judge: give them with slo=[...]"
                          % (slo_per,))
