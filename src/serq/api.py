@@ -173,6 +173,9 @@ class Observe(object):
         qs = row.quantiles or [None, None, row.p99, None]
         self.p50, self.p90, self.p99_9 = qs[0], qs[1], qs[3]
         self.unit: Optional[str] = row.unit
+        if getattr(series, "running", False):  # no_samples=True: no series kept
+            from .report.dump import ObserveSeries
+            series = ObserveSeries()
         self._series = series
 
     @property
