@@ -233,7 +233,8 @@ def test_check_invariants_checks_every_event(mm1, monkeypatch):
 
 def test_progress_is_a_function_or_a_bar(mm1, monkeypatch):
     seen = []
-    r = serq.run(serq.compile(source=MM1, horizon=40000), progress=lambda now, h: seen.append((now, h)))
+    r = serq.run(serq.compile(source=MM1, horizon=40000),
+                 progress=lambda now, h: seen.append((now, h)))
     assert len(seen) >= 5 and all(h == 40000 for _, h in seen)
     assert [t for t, _ in seen] == sorted(t for t, _ in seen) and seen[-1][0] <= r.end
     # progress=True draws rich's bar (here at once, not after a second)

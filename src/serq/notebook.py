@@ -164,7 +164,8 @@ def gauge_repr(g) -> str:
 
 # ------------------------------------------------------------------ HTML
 
-_STYLE = ("<style>.serq-t td,.serq-t th{text-align:right;padding:1px 8px}"
+_STYLE = ("<style>.serq-t{margin:0 0 8px 0}"
+          ".serq-t td,.serq-t th{text-align:right;padding:1px 8px}"
           ".serq-t td:first-child,.serq-t th:first-child{text-align:left}"
           ".serq-warn{color:#a40000}</style>")
 
@@ -176,8 +177,8 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     out += ["<th>%s</th>" % escape(h) for h in header]
     out.append("</tr></thead><tbody>")
     for row in rows[:MAX_ROWS]:
-        out.append("<tr>" + "".join("<td>%s</td>" % escape(c if isinstance(c, str) else num(c, True))
-                                    for c in row) + "</tr>")
+        cells = (c if isinstance(c, str) else num(c, True) for c in row)
+        out.append("<tr>" + "".join("<td>%s</td>" % escape(c) for c in cells) + "</tr>")
     if len(rows) > MAX_ROWS:
         out.append("<tr><td colspan=\"%d\">... and %d more</td></tr>"
                    % (len(header), len(rows) - MAX_ROWS))
