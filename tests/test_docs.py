@@ -9,7 +9,7 @@ written as if run from the repository's root):
   ``// file: NAME.sq`` saves it under that name for later blocks of the
   page (``$ serq run NAME.sq``);
 * a ```` ```python ```` block is executed; a page's blocks share one
-  namespace (a block that calls ``to_dataframe`` needs pandas: without
+  namespace (a block that calls ``to_dataframe`` or ``serq.sweep`` needs pandas: without
   it the page's other blocks run and the test is skipped; so does a
   block of either kind that mentions ``serq plot``, which needs
   matplotlib);
@@ -132,7 +132,7 @@ def test_every_block_runs(page, tmp_path, monkeypatch):
         if kind == "serq":
             run_serq_block(body, work, where)
         elif kind == "python":
-            if "to_dataframe" in body and not HAVE_PANDAS:
+            if ("to_dataframe" in body or "serq.sweep(" in body) and not HAVE_PANDAS:
                 needs.append("%s needs pandas (the `frames` extra)" % where)
                 continue
             exec(compile(body, where, "exec"), namespace)

@@ -197,7 +197,7 @@ def test_an_observation_recorded_per_session_is_not_per_request():
     with pytest.raises(UsageError) as e:
         serq.run(prog, slo=["size_seen <= 1"])
     assert "once per session (in `init`)" in e.value.message
-    assert "--slo-per session" in e.value.help
+    assert 'slo_per="session"' in e.value.help  # (said as serq.run's argument)
     assert serq.run(prog, slo=["size_seen <= 1"], slo_per="session").slo.all.met == 10
 
 

@@ -47,9 +47,12 @@ REPORT_VERSION = 1
 _LAZY = {"compile": "api", "run": "api", "read_trace": "api", "Program": "api",
          "Report": "api", "Observe": "api", "Gauge": "api", "Rng": "api",
          "Interrupted": "interrupt",
-         "ProgramBuilder": "builder", "edit": "builder"}
+         "ProgramBuilder": "builder", "edit": "builder",
+         # the package serq.sweep, callable (sweep/__init__.py): the name
+         # must be the package's, which importing serq.sweep.* binds
+         "sweep": "sweep"}
 
-__all__ = ["compile", "run", "read_trace", "Program", "Report", "Observe", "Gauge", "Rng",
+__all__ = ["compile", "run", "sweep", "read_trace", "Program", "Report", "Observe", "Gauge", "Rng",
            "ProgramBuilder", "edit", "Interrupted",
            "IR_VERSION", "REPORT_VERSION", "SERQ_VERSION", "core"]
 
@@ -59,7 +62,9 @@ def __getattr__(name):
     if module is None:
         raise AttributeError("module 'serq' has no attribute %r" % name)
     import importlib
-    value = getattr(importlib.import_module("." + module, __name__), name)
+    value = importlib.import_module("." + module, __name__)
+    if name != module:
+        value = getattr(value, name)
     globals()[name] = value
     return value
 

@@ -8,7 +8,7 @@ from ..argtypes import memory_size, pos_int as _pos_int
 from ..argtypes import time_value as _time
 from ..errors import OutputError, SerqError, UsageError
 from .colour import write_diagnostic
-from .common import EXIT_FINDINGS, EXIT_OUTPUT, STOP, load_program, num_json, overrides
+from .common import EXIT_FINDINGS, EXIT_OUTPUT, STOP, load_program, overrides
 
 def add_arguments(r) -> None:
     r.add_argument("file", help="a program (.sq) or its IR (JSON, as `serq ir` prints)")
@@ -62,35 +62,10 @@ def add_arguments(r) -> None:
     overrides(r, True)
 
 
-class _Progress(object):
-    """A progress bar on stderr (simulated time against the horizon), shown
-    only once a run has taken a second and only on a terminal."""
-
-    def __init__(self):
-        import time
-        self.clock = time.monotonic
-        self.start = self.clock()
-        self.bar = None
-
-    def __call__(self, now, horizon):
-        if self.bar is None:
-            if self.clock() - self.start < 1.0:
-                return
-            from rich.progress import Progress
-            self.bar = Progress(transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task("simulating", total=horizon)
-        self.bar.update(self.task, completed=now)
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.stop()
-
-
 def command(args) -> int:
     from ..report.build import build_report
-    from ..report.findings import findings_json, report_findings
-    from ..report.jsonfmt import report_json
+    from ..report.findings import report_findings
+    from ..report.page import run_json, run_lines, run_text_ref
     from ..runner import simulate
     if args.json and args.format != "text":
         raise UsageError("`--format %s` chooses the text report's layout; `--json` prints "
@@ -114,14 +89,16 @@ def command(args) -> int:
         slos = parse_slos(args.slo, prog, args.slo_per)
     elif args.slo_per != "request":
         raise UsageError("`--slo-per` says what the SLOs judge: give them with --slo")
-    progress = None if args.quiet or not sys.stderr.isatty() else _Progress()
+    from ..linesink import LineSink
+    from ..progressbar import RunProgress
+    progress = None if args.quiet or not sys.stderr.isatty() else RunProgress()
     trace = None
     if args.trace_iterations == "-":
-        trace = _SideOutput(None, sys.stderr)
+        trace = LineSink(None, sys.stderr)
         progress = None
     elif args.trace_iterations:
         from ..atomic import AtomicFile
-        trace = _SideOutput(AtomicFile(args.trace_iterations), None)
+        trace = LineSink(AtomicFile(args.trace_iterations), None)
     stop = STOP[0]
     try:
         sim = simulate(prog, progress, args.check_invariants,
@@ -168,43 +145,20 @@ def command(args) -> int:
                        {g.name: g for g in sim.gauges})
         except OutputError as e:
             failures.append(e)
-    extended = None
-    if sim.partial is not None:
-        # A stopped run says so in the JSON too (serq's own key, last).
-        import json as _json
-        extended = [("partial", '{"reason":%s,"at":%s,"events":%d}' % (
-            _json.dumps(sim.partial), num_json(sim.end), sim.events))]
+    rows = None
     if args.admission or args.extended:
-        from ..report.admission import admission_json, admission_rows, admission_text
+        from ..report.admission import admission_rows
         rows = admission_rows(sim)
-        if args.extended:
-            extended = (extended or []) + [("admission", admission_json(rows))]
-    findings = report_findings(report)
-    if args.extended:
-        from ..report.jsonfmt import extras_json
-        extended = (extended or []) + [("findings", findings_json(findings))] + \
-            extras_json(report)
-        if report.slo is not None:
-            extended.append(("slo", report.slo.json()))
     if args.json:
-        sys.stdout.write(report_json(report, extended) + "\n")
+        sys.stdout.write(run_json(report, sim.partial, args.extended, rows) + "\n")
     elif args.format == "text":
-        _print_text(args, sim, report, rows if args.admission else None)
+        from .colour import paint, wanted
+        sys.stdout.write(paint(run_lines(report, sim.partial, rows if args.admission else None,
+                                         args.no_samples), wanted(sys.stdout, args.color)))
     else:
-        from ..report.text_ref import report_text_ref
-        if sim.partial is not None:
-            sys.stdout.write("partial: the run stopped at t = %s after %d events (%s); the "
-                             "report covers [%s, %s]\n\n" % (num_json(sim.end), sim.events,
-                                                             sim.partial, num_json(report.warmup),
-                                                             num_json(sim.end)))
-        sys.stdout.write(report_text_ref(report))
-        if args.admission:
-            sys.stdout.write("\n" + admission_text(rows))
-        if args.no_samples and report.observes:
-            sys.stdout.write("\nnote: --no-samples: observe count, mean and cv2 are exact; "
-                             "p99 is estimated (within 0.5%), and so is ci above 10240 "
-                             "samples (within about 1%); see serq run --help\n")
-        sys.stdout.write("\n")
+        sys.stdout.write(run_text_ref(report, sim.partial, rows if args.admission else None,
+                                      args.no_samples))
+    findings = report_findings(report)
     if failures:
         sys.stdout.flush()
         for e in failures:
@@ -216,24 +170,6 @@ def command(args) -> int:
     # What the simulated system did (a deadlock, a livelock, ...) is a
     # finding, printed with the report; the run itself succeeded.
     return EXIT_FINDINGS if findings and args.fail_on_findings else 0
-
-
-def _print_text(args, sim, report, admission) -> None:
-    """The readable report (report/text.py), in colour on a terminal: a
-    stopped run's `partial:` line first, the admission table and the
-    `--no-samples` note after it."""
-    from ..report import text
-    from .colour import paint, wanted
-    lines = []
-    if sim.partial is not None:
-        lines += [text.partial_line(sim.end, sim.events, sim.partial, report.warmup), []]
-    lines += text.report_lines(report)
-    if admission is not None:
-        lines += [[]] + text.admission_lines(admission)
-    if args.no_samples and report.observes:
-        lines += [[], text.no_samples_note()]
-    lines.append([])
-    sys.stdout.write(paint(lines, wanted(sys.stdout, args.color)))
 
 
 def _bound_memory(size: int) -> None:
@@ -253,41 +189,3 @@ def _bound_memory(size: int) -> None:
 
 
 RESERVE: list = []
-
-
-class _SideOutput(object):
-    """``--trace-iterations``: lines written during the run, to a file
-    replaced at the end (``AtomicFile``) or to stderr.  A write that fails
-    (a full disk) stops the writing, not the run: the error is given after
-    the report, and the file is left as it was."""
-
-    def __init__(self, file, stream):
-        self.file = file
-        self.stream = stream if file is None else file.file
-        self.error = None
-
-    def line(self, text: str) -> None:
-        if self.error is None:
-            try:
-                self.stream.write(text + "\n")
-            except OSError as e:
-                self.error = e
-
-    def discard(self) -> None:
-        if self.file is not None:
-            self.file.discard()
-
-    def finish(self, failures: list) -> None:
-        if self.error is not None:
-            self.discard()
-            if self.file is None:
-                failures.append(OutputError("cannot write the iteration trace to standard "
-                                            "error: %s" % (self.error.strerror or self.error)))
-            else:
-                from ..atomic import output_error
-                failures.append(output_error(self.file.path, self.error, self.file.kept))
-        elif self.file is not None:
-            try:
-                self.file.commit()
-            except OutputError as e:
-                failures.append(e)

@@ -20,6 +20,25 @@ if TYPE_CHECKING:
 SERQ_VERSION = "0.1.3"
 
 
+def _short(x: object) -> str:
+    if isinstance(x, float):
+        return "%.6g" % x
+    return repr(x)
+
+
+def row_repr(row: object, fields: Tuple[str, ...]) -> str:
+    """``Name(name='gpu', utilization=0.654, ..., ...)``: a row's main fields
+    (``index`` only for a family member), 6 significant digits; the
+    trailing ``...`` says that the row has more (its ``JSON_FIELDS``)."""
+    parts = []
+    for f in fields:
+        v = getattr(row, f)
+        if f == "index" and v is None:
+            continue
+        parts.append("%s=%s" % (f, _short(v)))
+    return "%s(%s, ...)" % (type(row).__name__, ", ".join(parts))
+
+
 @dataclass
 class ObserveRow:
     """``observes.NAME``.  ``is_test`` (not in JSON) is set by the simulator
@@ -117,6 +136,13 @@ class StageRow:
         "itl_p99", "idle_with_work")
     INT_FIELDS = ("index", "completed", "iterations")
 
+    def __repr__(self) -> str:
+        main = ("name", "index", "mean_number", "utilization", "completed", "throughput",
+                "mean_wait", "mean_service")
+        if self.iterations:
+            main += ("iterations", "mean_decode_batch", "mean_itl", "itl_p99")
+        return row_repr(self, main)
+
 
 @dataclass
 class PoolRow:
@@ -145,6 +171,11 @@ class PoolRow:
         "over_cap")
     INT_FIELDS = ("index", "admissions", "evicted_entries", "preemptions",
                   "spills", "rejected", "stuck")
+
+    def __repr__(self) -> str:
+        return row_repr(self, ("name", "index", "mean_used", "mean_cached", "mean_queue",
+                               "mean_wait", "admissions", "preemptions", "evicted_entries",
+                               "rejected", "stuck"))
 
 
 @dataclass

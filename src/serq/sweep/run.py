@@ -47,6 +47,12 @@ class Sweep:
     trace: Optional[str] = None
     #: the most runs (points x seeds) the sweep makes; None: no bound
     max_runs: Optional[int] = DEFAULT_MAX_RUNS
+    #: serq.sweep's (the Python API): the program's text instead of the file
+    #: (``file`` then only names it), or its IR (an ``ir.Program``: no axes,
+    #: no defs), and constants set at every point (not columns of the table)
+    source: Optional[str] = None
+    program: Optional[object] = None
+    fixed: Dict[str, object] = field(default_factory=dict)
 
     def seed_list(self) -> List[int]:
         return replication_seeds(self.first_seed, self.seeds)
@@ -80,24 +86,38 @@ def compile_points(sweep: Sweep) -> List:
     check_axes(sweep.axes, COLUMNS)
     replication_seeds(sweep.first_seed, sweep.seeds)  # (refused past 2^64 - 1)
     check_runs(sweep)
-    text = read_source(sweep.file)
     settings = dict(horizon=sweep.horizon, warmup=sweep.warmup, arrivals=sweep.arrivals,
                     trace=sweep.trace)
     progs = []
-    if is_ir(sweep.file, text):
+    text = sweep.source
+    if sweep.program is None and text is None:
+        text = read_source(sweep.file)
+    if sweep.program is not None or (sweep.source is None and is_ir(sweep.file, text)):
         if sweep.axes or sweep.defs:
             raise UsageError("a `let` or `def` override applies to program text, not to IR: "
                              "sweep the program file")
-        prog = loads(text, file=sweep.file)
-        for key, v in settings.items():
-            if v is not None:
-                setattr(prog, key, v)
+        if sweep.program is not None:
+            from ..ir.validate import validate
+            prog = copy.copy(sweep.program)
+            for key, v in settings.items():
+                if v is not None:
+                    setattr(prog, key, v)
+            if sweep.trace is not None:
+                prog.trace_dir = None
+            validate(prog)
+        else:
+            prog = loads(text, file=sweep.file)
+            for key, v in settings.items():
+                if v is not None:
+                    setattr(prog, key, v)
         progs.append(prog)
     else:
+        path = None if sweep.source is not None else sweep.file
         for point in points(sweep.axes):
-            sets = {ax.name: v for ax, v in zip(sweep.axes, point)}
+            sets = dict(sweep.fixed)
+            sets.update((ax.name, v) for ax, v in zip(sweep.axes, point))
             try:
-                prog = compile_program(sweep.file, sets=sets, defs=sweep.defs,
+                prog = compile_program(path, source=sweep.source, sets=sets, defs=sweep.defs,
                                        seed=sweep.first_seed, **settings)
             except SerqError as e:
                 if len(sweep.axes) and any(len(ax.values) > 1 for ax in sweep.axes):
