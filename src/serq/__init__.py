@@ -50,11 +50,15 @@ _LAZY = {"compile": "api", "run": "api", "read_trace": "api", "Program": "api",
          "ProgramBuilder": "builder", "edit": "builder"}
 
 __all__ = ["compile", "run", "read_trace", "Program", "Report", "Observe", "Gauge", "Rng",
-           "ProgramBuilder", "edit", "Interrupted",
+           "ProgramBuilder", "edit", "Interrupted", "capacity",
            "IR_VERSION", "REPORT_VERSION", "SERQ_VERSION", "core"]
 
 
 def __getattr__(name):
+    if name == "capacity":
+        # the package itself, callable: serq.capacity("x.sq", over=..., slo=[...])
+        import importlib
+        return importlib.import_module(".capacity", __name__)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError("module 'serq' has no attribute %r" % name)
@@ -65,4 +69,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | {"capacity"})

@@ -118,14 +118,19 @@ def _itl(sim, name: str, member: Optional[int]):
 
 
 def step_stages(prog) -> List[tuple]:
-    """``(name, members or None)`` of the program's step stages."""
-    out = []
+    """``(name, members or None)`` of the program's step stages (IR: one
+    entry per member of a family, each with its ``index``)."""
+    from ..ir import nodes as ir
+    out: List[tuple] = []
+    counts = {}
     for st in prog.stages:
-        if st.kind == "step":
-            entry = (st.name, st.members if getattr(st, "members", None) else None)
-            if entry not in out:
-                out.append(entry)
-    return out
+        if type(st.kind) is ir.Step:
+            if st.name not in counts:
+                counts[st.name] = 0
+                out.append(st.name)
+            if st.index is not None:
+                counts[st.name] += 1
+    return [(name, counts[name] or None) for name in out]
 
 
 def known_names(prog) -> str:
