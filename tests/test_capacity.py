@@ -152,6 +152,27 @@ def test_fewest_servers_by_erlang_c(programs):
     assert by_value[3] == FAIL and by_value[4] == PASS
 
 
+def test_mm1_goodput_floor_bracket_holds(programs):
+    # P(W <= 3) = 1 - exp(-3 (1 - lam)) >= 0.8 up to lam = 1 - ln(5) / 3
+    r = serq.capacity(str(programs / "mm1.sq"), over="lam=0.1:0.9", resolution="0.05",
+                      slo=["goodput(sojourn <= 3) >= 0.8"], max_seeds=16, horizon=2000,
+                      warmup=200)
+    assert contains(r, 1 - math.log(5) / 3), r
+
+
+def test_answers_outside_the_range(programs):
+    # 4 servers already meet the bound at lam = 2.4; the rate range lies
+    # all above (or all below) the M/M/1 answer 0.5
+    r = serq.capacity(str(programs / "mmc.sq"), minimize="c=4:8", sets={"lam": 2.4},
+                      slo=["mean(sojourn) <= 1.6"], horizon=500)
+    assert (r.low, r.high, r.status) == (None, 4, "resolved")
+    assert "the SLOs hold already at c = 4" in r.describe()
+    r = serq.capacity(str(programs / "mm1.sq"), over="lam=0.7:0.9", slo=["mean(sojourn) <= 2"])
+    assert (r.low, r.high, len(r.probes)) == (None, 0.7, 1)
+    r = serq.capacity(str(programs / "mm1.sq"), over="lam=0.1:0.3", slo=["mean(sojourn) <= 2"])
+    assert (r.low, r.high, len(r.probes)) == (0.3, None, 2)
+
+
 def test_coverage_over_repeated_searches(programs):
     """K searches from first seeds far apart (each search uses S, S + 2^32,
     ...): the misses against the closed form stay within the binomial
