@@ -24,6 +24,7 @@ CORE = [
     "serq/sim/rng.py",
     "serq/sim/rng_batch.py",
     "serq/sim/dist.py",
+    "serq/sim/xdist.py",
     "serq/sim/stages.py",
     "serq/sim/step.py",
     "serq/sim/pools.py",

@@ -261,6 +261,12 @@ def test_cli_admission_table(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith(plain.stdout)
     assert r.stdout[len(plain.stdout):] == (
+        "admission  blocked  blocked time  reserved  preempt  storm  window (ms)  storm at (s)\n"
+        "kv               1         30.0%         0        0      0          100             -\n\n")
+    # serq's first layout, as before
+    plain = serq("run", "--format", "ref", f)
+    r = serq("run", "--format", "ref", "--admission", f)
+    assert r.stdout[len(plain.stdout):] == (
         "admission  blocked  blocked time  reserved  preempt  storm  window  storm at\n"
         "kv               1           0.3         0        0      0     0.1         -\n\n")
 

@@ -219,7 +219,7 @@ def test_a_failing_dump_still_prints_the_report(tmp_path):
     old.write_text("old samples\n")
     r = serq("run", MM1, "--horizon", "3000", "--dump", tmp_path / "dump", limit=2000)
     assert r.returncode == 5, r.stderr
-    assert r.stdout.startswith("run: horizon 3000 end 3000")
+    assert r.stdout.startswith("run: horizon 3000 s, warm-up 1000 s, end 3000 s")
     assert "cannot write %s: File too large; %s is left as it was" % (old, old) in r.stderr
     assert old.read_text() == "old samples\n" and leftovers(tmp_path / "dump") == []
     full = serq("run", MM1, "--horizon", "3000")

@@ -139,7 +139,7 @@ def test_an_array_of_ten_thousand_members_runs(tmp_path):
                                    "session { hold kv[0] (1) { run s (1); } }\n"
                                    "run { horizon 10; }\n")
     r = serq("run", tmp_path / "p.sq", "--quiet", timeout=120)
-    assert r.returncode == 0 and r.stdout.startswith("run: horizon 10 end 10")
+    assert r.returncode == 0 and r.stdout.startswith("run: horizon 10 s, warm-up 0 s, end 10 s")
 
 
 def test_erlang_with_an_infinite_or_huge_shape(tmp_path):
@@ -331,7 +331,7 @@ def test_max_wall_holds_while_a_batch_is_started(tmp_path):
     r = serq("run", tmp_path / "b.sq", "--max-wall", "1.5", "--quiet", timeout=120)
     took = time.monotonic() - t0
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("partial: the run stopped at t = 0 after 0 events "
+    assert r.stdout.startswith("partial: the run stopped at t = 0 s after 0 events "
                                "(--max-wall 1.5)")
     # startup (imports, compile: well under a second) + 1.5 s + a second
     assert took < 1.5 + 1.0 + 1.5, took
@@ -383,6 +383,6 @@ def test_pool_invariants_hold_at_huge_magnitudes(tmp_path):
         "run { horizon 300; }\n")
     r = serq("run", tmp_path / "p.sq", "--check-invariants", "--quiet")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("run: horizon 300 end 300")
+    assert r.stdout.startswith("run: horizon 300 s, warm-up 0 s, end 300 s")
 
 

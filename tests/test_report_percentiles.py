@@ -126,11 +126,14 @@ def test_text_and_extended_json(tmp_path):
     text = _cli("run", f, "--quiet")
     assert text.returncode == 0, text.stderr
     lines = text.stdout.split("\n")
-    assert lines[1].startswith("rates: 0.05 sessions/s, 1 generated tokens/s")
+    assert lines[2].startswith("rates: 0.0500 sessions/s, 1 generated tokens/s")
     head = next(l for l in lines if l.startswith("observe"))
     assert head.split() == ["observe", "unit", "count", "mean", "95%", "CI", "cv2", "p50",
                             "p90", "p99", "p99.9"]
-    assert "thru (/s)" in text.stdout and "itl p99.9 (s)" in text.stdout
+    assert "thru (/s)" in text.stdout and "itl p99.9 (ms)" in text.stdout
+    ref = _cli("run", f, "--quiet", "--format", "ref").stdout.split("\n")
+    assert ref[1].startswith("rates: 0.05 sessions/s, 1 generated tokens/s")
+    assert any("itl p99.9 (s)" in l for l in ref)
     plain = _cli("run", f, "--json")
     ext = _cli("run", f, "--json", "--extended")
     d = json.loads(ext.stdout)

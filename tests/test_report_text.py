@@ -1,4 +1,6 @@
-"""The text report (our own layout) and the --dump CSV files."""
+"""The text report in serq's first layout (``serq run --format ref``,
+report/text_ref.py) and the --dump CSV files; the readable layout, colour
+and ``--format ref``'s bytes are in tests/test_report_readable.py."""
 import csv
 import os
 
@@ -6,7 +8,7 @@ from report_oracle import fixture
 from serq.report.dump import GaugeSeries, ObserveSeries, write_dump
 from serq.report.model import (ClaimRow, GaugeRow, ObserveRow, PoolRow, Report,
                                StageRow, from_pyserq_json)
-from serq.report.text import num, report_text, table
+from serq.report.text_ref import num, report_text_ref as report_text, table
 
 
 def _stage(name, index=None, iterations=0, idle=False):

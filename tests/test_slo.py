@@ -226,10 +226,15 @@ def test_cli_text_json_and_errors(tmp_path):
     assert r.returncode == 0, r.stderr
     block = r.stdout.split("\n\nslo ", 1)[1].split("\n\n")[0].split("\n")
     assert block[0].split() == ["requests", "met", "attainment", "95%", "CI", "missing"]
-    assert block[1].split()[:6] == ["w", "<=", "1", "100", "75", "0.75"]
+    # w is a time: its bound in seconds; attainments are percentages
+    assert block[1].split()[:7] == ["w", "<=", "1", "s", "100", "75", "75.0%"]
     # w <= 1: serial % 4 != 0; a <= 0: even serials; both: serial % 4 == 2
-    assert block[3].split()[:4] == ["all", "100", "25", "0.25"]
+    assert block[3].split()[:4] == ["all", "100", "25", "25.0%"]
     assert block[4].startswith("goodput: ") and "requests/s" in block[4]
+    ref = _cli("run", f, "--slo", "w <= 1", "--slo", "a <= 0", "--format", "ref").stdout
+    block = ref.split("\n\nslo ", 1)[1].split("\n\n")[0].split("\n")
+    assert block[1].split()[:6] == ["w", "<=", "1", "100", "75", "0.75"]
+    assert block[3].split()[:4] == ["all", "100", "25", "0.25"]
     plain = _cli("run", f, "--json", "--slo", "w <= 1")
     assert plain.stdout == _cli("run", f, "--json").stdout  # the reference's JSON
     d = json.loads(_cli("run", f, "--json", "--extended", "--slo", "w <= 1").stdout)

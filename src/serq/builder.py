@@ -33,7 +33,8 @@ from typing import Iterable, List, Optional, Sequence, Tuple, Union
 from .errors import UsageError
 from .ir import nodes as ir
 from .ir.validate import validate
-from .link.scope import AGGREGATES, CTX_NAMES, DISTRIBUTIONS, FUNCTIONS
+from .ir import laws
+from .link.scope import AGGREGATES, CTX_NAMES, DISTRIBUTIONS, EXT_DISTRIBUTIONS, FUNCTIONS
 
 Number = Union[int, float]
 
@@ -87,8 +88,8 @@ def expr(x) -> ir.Expr:
     if isinstance(x, Ex):
         return x.node
     if isinstance(x, bool) or not isinstance(x, (int, float)):
-        if type(x) in (ir.Num, ir.Attr, ir.Ctx, ir.Reg, ir.Sample, ir.Call, ir.Unary,
-                       ir.Binary, ir.Cond, ir.AggRef):
+        if type(x) in (ir.Num, ir.Attr, ir.Ctx, ir.Reg, ir.Sample, ir.ExtSample, ir.Call,
+                       ir.Unary, ir.Binary, ir.Cond, ir.AggRef):
             return x
         raise UsageError("%r is not an expression (an Ex, a number or an IR node)" % (x,))
     if x != x:
@@ -112,14 +113,41 @@ def ctx(name: str) -> Ex:
 def draw(dist: str, *args) -> Ex:
     """A draw: ``draw("exp", mean)``, ``draw("uniform", lo, hi)``,
     ``draw("erlang", k, mean)``, ``draw("h2", mean, cv2)``, ``draw("det", x)``,
-    ``draw("bernoulli", p)``, as ``~dist(...)`` in the language."""
+    ``draw("bernoulli", p)``, as ``~dist(...)`` in the language; serq's
+    extensions (not serQ 0.1.3) ``draw("lognormal", mean, cv2)``,
+    ``draw("gamma", k, mean)``, ``draw("pareto", mean, alpha)`` and
+    ``draw("empirical", [12, 40, 40, 7, …])`` (the rows of a table)."""
+    if dist in EXT_DISTRIBUTIONS:
+        return _ext_draw(dist, args)
     if dist not in DISTRIBUTIONS:
         raise UsageError("no distribution `%s`; there are %s"
-                         % (dist, ", ".join(sorted(DISTRIBUTIONS))))
+                         % (dist, ", ".join(sorted(list(DISTRIBUTIONS) +
+                                                   list(EXT_DISTRIBUTIONS)))))
     name, arity = DISTRIBUTIONS[dist]
     if len(args) != arity:
         raise UsageError("~%s takes %d argument(s), not %d" % (dist, arity, len(args)))
     return Ex(ir.Sample(name, [expr(a) for a in args]))
+
+
+def _ext_draw(dist: str, args) -> Ex:
+    name = EXT_DISTRIBUTIONS[dist]
+    if dist != "empirical":
+        if len(args) != laws.ARITY[dist]:
+            raise UsageError("~%s takes %d argument(s), not %d"
+                             % (dist, laws.ARITY[dist], len(args)))
+        return Ex(ir.ExtSample(name, [expr(a) for a in args]))
+    if len(args) != 1 or isinstance(args[0], (str, bytes)) or not hasattr(args[0], "__iter__"):
+        raise UsageError('draw("empirical", rows) takes one sequence of numbers (a CSV file '
+                         'is read by `~empirical("FILE.csv")` in a program)')
+    counts = {}
+    for v in args[0]:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise UsageError("draw(\"empirical\", rows): %r is not a finite number" % (v,))
+        counts[float(v)] = counts.get(float(v), 0) + 1
+    if not counts:
+        raise UsageError('draw("empirical", rows): no rows')
+    values = sorted(counts)
+    return Ex(ir.ExtSample(name, [], values, [counts[v] for v in values]))
 
 
 def cond(test, then, other) -> Ex:

@@ -16,7 +16,7 @@ and renders as ``warning:``; it is collected, not raised.  All derive from
 ``SerqError``, which derives from ``ValueError`` so that callers written
 against pyserq (which raises ``ValueError``) keep working.
 """
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from ._dataclass import dataclass
 
@@ -56,19 +56,33 @@ class SerqError(ValueError):
         return self
 
     def render(self) -> str:
-        lines = []
+        return "\n".join("".join(text for text, _ in line) for line in self.styled())
+
+    def styled(self) -> List[List[Tuple[str, str]]]:
+        """``render``'s lines as ``(text, style)`` pieces, for a terminal in
+        colour (cli/colour.py): the place and the message bold, ``error:``
+        or ``warning:`` and the caret in the kind's colour, the excerpt's
+        gutter and the ``note:`` and ``help:`` labels marked."""
+        kind = self.kind
+        lines: List[List[Tuple[str, str]]] = []
         if self.span is not None:
-            lines.append("%s: %s: %s" % (self.span, self.kind, self.message))
+            lines.append([("%s: " % self.span, "loc"), (kind + ":", kind),
+                          (" " + self.message, "msg")])
             excerpt = _excerpt(self.source, self.span)
             if excerpt:
-                lines.extend(excerpt)
+                source, caret = excerpt
+                bar = source.index(" | ") + 3
+                lines.append([(source[:bar], "gutter"), (source[bar:], "")])
+                mark = caret.index("^", bar)
+                lines.append([(caret[:bar], "gutter"), (caret[bar:mark], ""),
+                              (caret[mark:], kind)])
         else:
-            lines.append("%s: %s" % (self.kind, self.message))
+            lines.append([(kind + ":", kind), (" " + self.message, "msg")])
         for note in self.notes:
-            lines.append("note: %s" % note)
+            lines.append([("note:", "note"), (" " + note, "")])
         if self.help:
-            lines.append("help: %s" % self.help)
-        return "\n".join(lines)
+            lines.append([("help:", "help"), (" " + self.help, "")])
+        return lines
 
     def __str__(self) -> str:
         return self.render()

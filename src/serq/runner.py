@@ -1,4 +1,6 @@
 """Run a compiled program: read its trace, simulate, build the report."""
+import gc
+
 from .compiler import trace_path
 from .depth import deep_recursion
 from .errors import RunError
@@ -8,6 +10,10 @@ from .report.model import Report
 from .sim.engine import Simulator
 from .sim.postmortem import attach
 from .tracefile import read_trace
+
+
+#: The collector's first threshold during a run (``simulate``).
+RUN_GC_THRESHOLD = 10000
 
 
 def simulate(program: ir.Program, progress=None, check_invariants=False,
@@ -29,12 +35,23 @@ def simulate(program: ir.Program, progress=None, check_invariants=False,
             iteration_line(sim, st, plan, assigned, cost))
     if on_start is not None:
         on_start(sim)
+    # A run allocates and frees objects at a steady rate, few of them in
+    # cycles (a session and its job): the collector's youngest generation
+    # is swept every 10 000 allocations instead of 700 (router16 -7 % time,
+    # +4 MB), the thresholds restored after.  Reports do not depend on it.
+    # (CPython's collector: PyPy's has no thresholds)
+    thresholds = gc.get_threshold() if hasattr(gc, "get_threshold") else None
+    if thresholds is not None:
+        gc.set_threshold(max(thresholds[0], RUN_GC_THRESHOLD), *thresholds[1:])
     try:
         with deep_recursion():  # expressions evaluate as deep as they are (depth.py)
             return sim.run(progress, max_events, max_wall)
     except RunError as e:
         attach(sim, e)  # the time, session, statement and queues it stopped in
         raise
+    finally:
+        if thresholds is not None:
+            gc.set_threshold(*thresholds)
 
 
 def iteration_line(sim, stage, plan, assigned, cost) -> str:

@@ -50,6 +50,7 @@ import signal as _signal
 
 from ..errors import OutputError, SerqError, UsageError
 from . import commands as _c
+from .colour import write_diagnostic
 from .common import EXIT_OUTPUT, STOP, pair
 from .output import Guarded, StdoutError, drop_stdout
 
@@ -199,21 +200,22 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _main(args, stop) -> int:
     from ..interrupt import exit_status, signal_name
+    colour = getattr(args, "color", "auto")  # `serq run --color`
     try:
         status = _dispatch(args)
         # Written now, where a full device is an error of ours, not at exit.
         sys.stdout.flush()
         return status
     except OutputError as e:
-        sys.stderr.write("serq: %s\n" % e.render())
+        write_diagnostic(sys.stderr, e, "serq: ", colour)
         if isinstance(e, StdoutError):
             drop_stdout()
         return EXIT_OUTPUT
     except UsageError as e:
-        sys.stderr.write("serq: %s\n" % e.render())
+        write_diagnostic(sys.stderr, e, "serq: ", colour)
         return 2
     except SerqError as e:
-        sys.stderr.write(e.render() + "\n")
+        write_diagnostic(sys.stderr, e, "", colour)
         return 1
     except RecursionError:
         sys.stderr.write("serq: error: the input nests too deeply for serq to read; split its "

@@ -14,7 +14,7 @@ def check_arguments(c) -> None:
     c.add_argument("file", help="a program (.sq)")
     c.add_argument("--strict", action="store_true",
                    help="serQ 0.1.3 only: refuse serq's language extensions (first fit, "
-                        "watermark)")
+                        "watermark, ~lognormal ~gamma ~pareto ~empirical)")
     overrides(c, False)
 
 
@@ -84,7 +84,7 @@ def sweep_arguments(w) -> None:
     w.add_argument("--def", dest="defs", action="append", default=[], metavar="NAME=EXPR",
                    help="replace an expression definition's body (every point)")
     w.add_argument("--seeds", type=_pos_int, default=1, metavar="N",
-                   help="runs per point, with seeds S, S+1, ..., S+N-1 (default 1)")
+                   help="runs per point, with seeds S, S + 2^32, S + 2 * 2^32, ... (default 1): 0.1.3 seeds a session from seed + session, so nearby seeds share draws")
     w.add_argument("--seed", type=seed_int, default=1, metavar="S",
                    help="the first seed (default 1; the program's own seed is not used)")
     add_run_times(w)

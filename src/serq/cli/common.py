@@ -43,9 +43,10 @@ def compile_args(args, run_settings: bool):
         kw.update(seed=args.seed, horizon=args.horizon, warmup=args.warmup,
                   arrivals=args.arrivals, trace=args.trace)
     prog = compile_program(args.file, sets=sets, defs=defs, **kw)
+    from .colour import write_diagnostic
     for w in prog.warnings:
         # hazards serQ 0.1.3 compiles as written: on stderr, never in a report
-        sys.stderr.write(w.render() + "\n")
+        write_diagnostic(sys.stderr, w, "", getattr(args, "color", "auto"))
     return prog
 
 

@@ -7,11 +7,19 @@ import sys
 from ..argtypes import memory_size, pos_int as _pos_int
 from ..argtypes import time_value as _time
 from ..errors import OutputError, SerqError, UsageError
+from .colour import write_diagnostic
 from .common import EXIT_FINDINGS, EXIT_OUTPUT, STOP, load_program, num_json, overrides
 
 def add_arguments(r) -> None:
     r.add_argument("file", help="a program (.sq) or its IR (JSON, as `serq ir` prints)")
     r.add_argument("--json", action="store_true", help="print the report as JSON")
+    r.add_argument("--format", choices=("text", "ref"), default="text",
+                   help="the text report's layout: `text` (the default) is for reading, "
+                   "with units chosen per column and 3 significant digits; `ref` is serq's "
+                   "first layout, kept byte for byte for scripts (6 digits, seconds)")
+    r.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour the text report and the errors: `auto` (the default) on a "
+                   "terminal, unless NO_COLOR is set (FORCE_COLOR colours a pipe too)")
     r.add_argument("--extended", action="store_true",
                    help="with --json: add serq's own measures under a last key `extended`")
     r.add_argument("--admission", action="store_true",
@@ -83,8 +91,10 @@ def command(args) -> int:
     from ..report.build import build_report
     from ..report.findings import findings_json, report_findings
     from ..report.jsonfmt import report_json
-    from ..report.text import report_text
     from ..runner import simulate
+    if args.json and args.format != "text":
+        raise UsageError("`--format %s` chooses the text report's layout; `--json` prints "
+                         "JSON: give one of them" % args.format)
     if args.extended and not args.json:
         raise UsageError("`--extended` adds a key to the JSON report: use it with `--json`")
     if args.admission and args.json:
@@ -125,7 +135,7 @@ def command(args) -> int:
             failures = []
             trace.finish(failures)
             for e in failures:
-                sys.stderr.write("serq: %s\n" % e.render())
+                write_diagnostic(sys.stderr, e, "serq: ", args.color)
         raise
     except BaseException:
         if trace is not None:
@@ -178,13 +188,16 @@ def command(args) -> int:
             extended.append(("slo", report.slo.json()))
     if args.json:
         sys.stdout.write(report_json(report, extended) + "\n")
+    elif args.format == "text":
+        _print_text(args, sim, report, rows if args.admission else None)
     else:
+        from ..report.text_ref import report_text_ref
         if sim.partial is not None:
             sys.stdout.write("partial: the run stopped at t = %s after %d events (%s); the "
                              "report covers [%s, %s]\n\n" % (num_json(sim.end), sim.events,
                                                              sim.partial, num_json(report.warmup),
                                                              num_json(sim.end)))
-        sys.stdout.write(report_text(report))
+        sys.stdout.write(report_text_ref(report))
         if args.admission:
             sys.stdout.write("\n" + admission_text(rows))
         if args.no_samples and report.observes:
@@ -195,7 +208,7 @@ def command(args) -> int:
     if failures:
         sys.stdout.flush()
         for e in failures:
-            sys.stderr.write("serq: %s\n" % e.render())
+            write_diagnostic(sys.stderr, e, "serq: ", args.color)
         return EXIT_OUTPUT
     if sim.partial in ("interrupted", "terminated") or (stop is not None and stop.signum):
         from ..interrupt import exit_status
@@ -203,6 +216,24 @@ def command(args) -> int:
     # What the simulated system did (a deadlock, a livelock, ...) is a
     # finding, printed with the report; the run itself succeeded.
     return EXIT_FINDINGS if findings and args.fail_on_findings else 0
+
+
+def _print_text(args, sim, report, admission) -> None:
+    """The readable report (report/text.py), in colour on a terminal: a
+    stopped run's `partial:` line first, the admission table and the
+    `--no-samples` note after it."""
+    from ..report import text
+    from .colour import paint, wanted
+    lines = []
+    if sim.partial is not None:
+        lines += [text.partial_line(sim.end, sim.events, sim.partial, report.warmup), []]
+    lines += text.report_lines(report)
+    if admission is not None:
+        lines += [[]] + text.admission_lines(admission)
+    if args.no_samples and report.observes:
+        lines += [[], text.no_samples_note()]
+    lines.append([])
+    sys.stdout.write(paint(lines, wanted(sys.stdout, args.color)))
 
 
 def _bound_memory(size: int) -> None:

@@ -128,6 +128,11 @@ class Namer(object):
         if t is ir.Sample:
             return "~%s(%s)" % (_DIST_TEXT.get(e.dist, e.dist.lower()),
                                 ", ".join(self.expr(a) for a in e.args))
+        if t is ir.ExtSample:
+            if e.dist == "Empirical":
+                shown = [e.source or "…"] + ([e.column] if e.column is not None else [])
+                return "~empirical(%s)" % ", ".join('"%s"' % x for x in shown)
+            return "~%s(%s)" % (e.dist.lower(), ", ".join(self.expr(a) for a in e.args))
         if t is ir.Call:
             args = []
             for a in e.args:

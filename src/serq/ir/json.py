@@ -42,6 +42,17 @@ def expr_obj(e: ir.Expr) -> Any:
         return {"Call": [e.fun, [arg_obj(a) for a in e.args]]}
     if t is ir.Sample:
         return {"Sample": [e.dist, [expr_obj(a) for a in e.args]]}
+    if t is ir.ExtSample:
+        # serq's extension (docs/distributions.md): a tag serQ 0.1.3 refuses
+        d: Dict[str, Any] = {"dist": e.dist, "args": [expr_obj(a) for a in e.args]}
+        if e.values is not None:
+            d["values"] = [float(v) for v in e.values]
+            d["counts"] = [int(c) for c in (e.counts or [])]
+        if e.source is not None:
+            d["source"] = e.source
+        if e.column is not None:
+            d["column"] = e.column
+        return {"ExtSample": d}
     if t is ir.Cond:
         return {"Cond": [expr_obj(e.test), expr_obj(e.then), expr_obj(e.other)]}
     if t is ir.Reg:
@@ -417,9 +428,11 @@ class _Reader:
 
     def expr(self, v) -> ir.Expr:
         k, x = self.tag(v, ("Num", "Attr", "Ctx", "Reg", "Sample", "Call", "Unary",
-                            "Binary", "Cond", "Agg"))
+                            "Binary", "Cond", "Agg", "ExtSample"))
         self.at(k)
         try:
+            if k == "ExtSample":
+                return self.ext_sample(x)
             if k == "Num":
                 return ir.Num(self.num_or_inf(x))
             if k == "Attr":
@@ -447,6 +460,26 @@ class _Reader:
             return ir.AggRef(self.word(a[0], ir.AGGS), self.integer(a[1]))
         finally:
             self.pop()
+
+    def ext_sample(self, x) -> ir.ExtSample:
+        """serq's extension draws: ``{"dist": …, "args": […]}``, and for
+        ``Empirical`` its table (``values``, ``counts``) and ``source``."""
+        if self.strict:
+            dist = x.get("dist") if isinstance(x, dict) else None
+            name = ("`~%s`" % dist.lower()) if isinstance(dist, str) else "a distribution"
+            raise IRError("IR: %s (ExtSample) is serq's extension (not serQ 0.1.3), at %s"
+                          % (name, "".join(self.path)),
+                          help="`--strict` reads serQ 0.1.3's IR only: drop it to read "
+                               "serq's extensions")
+        e = ir.ExtSample(self.field(x, "dist", lambda v: self.word(v, ir.EXT_DISTS)),
+                         self.field(x, "args", lambda v: self.items(v, self.expr)))
+        e.values = self.field(x, "values", lambda v: self.items(v, self.number),
+                              optional=True)
+        e.counts = self.field(x, "counts", lambda v: self.items(v, self.integer),
+                              optional=True)
+        e.source = self.field(x, "source", self.string, optional=True)
+        e.column = self.field(x, "column", self.string, optional=True)
+        return e
 
     def opt_expr(self, v):
         return None if v is None else self.expr(v)

@@ -9,6 +9,7 @@ Expressions (``Expr``)::
     Num(value)  Attr(slot)  Ctx(var)  Reg(register)  Sample(dist, args)
     Call(fun, args: [Arg])  Unary(op, operand)  Binary(op, left, right)
     Cond(test, then, other)  AggRef(kind, obs)
+    ExtSample(dist, args, values, counts, source, column)   (serq's extension)
 
 ``Arg`` is ``ArgExpr(expr)``, ``ArgPool(ref)`` or ``ArgStage(ref)``; a
 ``Ref`` names a pool or stage family by its first member (``base``), its size
@@ -33,6 +34,8 @@ FUNS = ("Min", "Max", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln", "Pow",
         "Queue", "Busy", "Work", "Used", "Free", "CachedIn", "Holders",
         "Queued", "Price", "BudgetLeft", "EstLambda", "EstRho", "EstWait")
 DISTS = ("Exp", "Det", "Uniform", "Erlang", "H2", "Bernoulli")
+#: serq's extension distributions (``ExtSample``; not serQ 0.1.3)
+EXT_DISTS = ("Lognormal", "Gamma", "Pareto", "Empirical")
 UNOPS = ("Neg", "Not")
 BINOPS = ("Add", "Sub", "Mul", "Div", "Pow", "Lt", "Le", "Gt", "Ge", "Eq",
           "Ne", "And", "Or")
@@ -68,6 +71,22 @@ class Reg:
 class Sample:
     dist: str
     args: List["Expr"]
+
+
+@dataclass
+class ExtSample:
+    """A draw of serq's extension distributions (not serQ 0.1.3;
+    docs/distributions.md): ``Lognormal(mean, cv2)``, ``Gamma(k, mean)``,
+    ``Pareto(mean, alpha)``, or ``Empirical`` (no arguments) over a table:
+    ``values`` ascending and distinct, ``counts`` the rows of each, and
+    ``source`` and ``column`` the file and column it was read from (for
+    people: the table is the distribution)."""
+    dist: str
+    args: List["Expr"]
+    values: Optional[List[float]] = None
+    counts: Optional[List[int]] = None
+    source: Optional[str] = None
+    column: Optional[str] = None
 
 
 @dataclass
@@ -127,7 +146,7 @@ class AggRef:
     obs: int
 
 
-Expr = Union[Num, Attr, Ctx, Reg, Sample, Call, Unary, Binary, Cond, AggRef]
+Expr = Union[Num, Attr, Ctx, Reg, Sample, ExtSample, Call, Unary, Binary, Cond, AggRef]
 
 # ------------------------------------------------------------ statements
 

@@ -19,7 +19,8 @@ source line.  What it checks:
   (no block is the body of two statements, none contains itself), and
   ``init`` and ``turn`` only set and observe;
 * calls and draws have their arity and argument kinds (a pool where a pool
-  is read, a stage where a stage is);
+  is read, a stage where a stage is); serq's extension draws (``ExtSample``)
+  also their constant parameters and ``~empirical``'s table (ir/laws.py);
 * ``prefill`` and ``decode`` runs, ``growing`` and ``budget_left`` only on
   step stages; ``grow``, ``load``, ``release`` and ``growing`` only inside
   a hold of the same reference (``release`` also after a hold that
@@ -40,6 +41,7 @@ simulator has at hand, as the reference's IR input does.
 import math
 from typing import List, Optional
 
+from . import laws
 from . import nodes as ir
 from .json import IRError
 
@@ -126,6 +128,8 @@ class _Checker(object):
                                 % (e.dist, DIST_ARITY[e.dist], len(e.args)))
             for a in e.args:
                 self.expr(a)
+        elif t is ir.ExtSample:
+            self.ext_sample(e)
         elif t is ir.Call:
             kinds = FUN_ARGS.get(e.fun)
             if kinds is None:
@@ -159,6 +163,29 @@ class _Checker(object):
             self.expr(e.other)
         else:
             raise self.fail("not an expression: %r" % (e,))
+
+    def ext_sample(self, e: ir.ExtSample) -> None:
+        """serq's extension draws: arity, constant parameters, the table."""
+        if e.dist not in ir.EXT_DISTS:
+            raise self.fail("unknown distribution %r" % e.dist)
+        law = e.dist.lower()
+        if len(e.args) != laws.ARITY[law]:
+            raise self.fail("~%s takes %d argument(s), not %d"
+                            % (law, laws.ARITY[law], len(e.args)))
+        for i, a in enumerate(e.args):
+            self.expr(a)
+            if type(a) is ir.Num:
+                why = laws.problem(law, i, a.value)
+                if why is not None:
+                    raise self.fail("`%s`: %s" % (laws.SIGNATURE[law], why))
+        if law == "empirical":
+            if e.values is None or e.counts is None:
+                raise self.fail("~empirical without its table (`values` and `counts`)")
+            why = laws.table_problem(e.values, e.counts)
+            if why is not None:
+                raise self.fail("~empirical: %s" % why)
+        elif e.values is not None or e.counts is not None:
+            raise self.fail("~%s has no table (`values`, `counts` are ~empirical's)" % law)
 
     # --------------------------------------------------------- statements
 

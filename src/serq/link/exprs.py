@@ -6,14 +6,16 @@ folded further, as in the reference), a context variable, a register, a
 session attribute.  Every read is checked against the moment.
 """
 import math
-from typing import Dict, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..errors import LinkError
 from ..ir import nodes as ir
+from ..ir import laws
 from ..syntax import ast
 from . import consts
-from .scope import (AGGREGATES, CTX_NAMES, DISTRIBUTIONS, FUNCTIONS, MATH, WHERE_CTX,
-                    WHERE_TEXT, Moment, Scope)
+from .empirical import empirical_table
+from .scope import (AGGREGATES, CTX_NAMES, DISTRIBUTIONS, EXT_DISTRIBUTIONS, FUNCTIONS, MATH,
+                    WHERE_CTX, WHERE_TEXT, Moment, Scope)
 
 # sim/dist.py's bound, said at link time when the shape is a constant (the
 # front end imports nothing of the simulator)
@@ -27,6 +29,8 @@ _BINOPS = {"+": "Add", "-": "Sub", "*": "Mul", "/": "Div", "^": "Pow", "<": "Lt"
 class ExprLinker:
     def __init__(self, scope: Scope):
         self.scope = scope
+        # ~empirical's tables read so far, by (absolute path, column)
+        self.tables: Dict[Tuple[str, Optional[str]], Tuple[List[float], List[int]]] = {}
 
     def error(self, m: Moment, msg: str, node, help: Optional[str] = None) -> LinkError:
         return LinkError(m.context + msg, getattr(node, "span", None), help=help)
@@ -143,10 +147,13 @@ class ExprLinker:
 
     def draw(self, e: ast.Draw, m: Moment, bound) -> ir.Expr:
         d = DISTRIBUTIONS.get(e.dist)
+        if d is None and e.dist in EXT_DISTRIBUTIONS:
+            return self.ext_draw(e, m, bound)
         if d is None:
             raise self.error(m, "unknown distribution `%s`" % e.dist, e,
                              help="the distributions are " + ", ".join(
-                                 "~" + k for k in DISTRIBUTIONS))
+                                 "~" + k for k in list(DISTRIBUTIONS) + list(EXT_DISTRIBUTIONS))
+                             + " (the last four are serq's, not serQ 0.1.3's)")
         if len(e.args) != d[1]:
             raise self.error(m, "`~%s` takes %d argument(s), got %d"
                              % (e.dist, d[1], len(e.args)), e)
@@ -163,6 +170,31 @@ class ExprLinker:
                                  e.args[0], help="k is the shape: cv2 = 1/k; a k this large "
                                  "is a constant already (write `~det(mean)` or the mean)")
         return ir.Sample(d[0], args)
+
+    def ext_draw(self, e: ast.Draw, m: Moment, bound) -> ir.Expr:
+        """serq's extension draws (``ir.ExtSample``): constant parameters
+        checked here, ``~empirical``'s file read here (empirical_table)."""
+        law = e.dist
+        arity = laws.ARITY[law]
+        if len(e.args) != arity:
+            raise self.error(m, "`~%s` takes %d argument(s), got %d"
+                             % (law, arity, len(e.args)), e, help=laws.HELP.get(law))
+        if not m.draw:
+            self.invalid(m, "%s may not draw" % (m.name or "this expression"), e,
+                             help="sample into a session attribute first and read that")
+        args = [self.expr(a, m, bound) for a in e.args]
+        for i, a in enumerate(args):
+            v = _ir_const(a)
+            why = None if v is None else laws.problem(law, i, v)
+            if why is not None:
+                raise self.error(m, "`%s`: %s" % (laws.SIGNATURE[law], why), e.args[i],
+                                 help=laws.HELP.get(law))
+        x = ir.ExtSample(EXT_DISTRIBUTIONS[law], args)
+        if law == "empirical":
+            x.values, x.counts = empirical_table(self.tables, e)
+            x.source = e.strings[0][0]
+            x.column = e.strings[1][0] if len(e.strings) > 1 else None
+        return x
 
     def call(self, e: ast.Call, m: Moment, bound) -> ir.Expr:
         f = e.func
@@ -307,3 +339,25 @@ def _fmt(v: float) -> str:
     if math.isinf(v) or math.isnan(v):
         return str(v)
     return str(int(v)) if float(v).is_integer() else repr(v)
+
+
+def _ir_const(e: ir.Expr) -> Optional[float]:
+    """The value of an IR expression of numbers and arithmetic, or None."""
+    t = type(e)
+    if t is ir.Num:
+        return e.value
+    if t is ir.Unary and e.op == "Neg":
+        v = _ir_const(e.operand)
+        return None if v is None else -v
+    if t is ir.Binary and e.op in ("Add", "Sub", "Mul", "Div", "Pow"):
+        a, b = _ir_const(e.left), _ir_const(e.right)
+        if a is None or b is None:
+            return None
+        return consts.binop({"Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Pow": "^"}[e.op],
+                            a, b)
+    if t is ir.Call and e.fun.lower() in consts.MATH_FUNS:
+        vals = [_ir_const(x.expr) if type(x) is ir.ArgExpr else None for x in e.args]
+        if any(v is None for v in vals):
+            return None
+        return consts.MATH_FUNS[e.fun.lower()](*vals)
+    return None

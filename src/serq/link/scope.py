@@ -41,6 +41,9 @@ AGGREGATES = {"total": "Total", "count": "Count", "largest": "Largest",
               "smallest": "Smallest", "prefix_total": "PrefixTotal"}
 DISTRIBUTIONS = {"exp": ("Exp", 1), "det": ("Det", 1), "uniform": ("Uniform", 2),
                  "erlang": ("Erlang", 2), "h2": ("H2", 2), "bernoulli": ("Bernoulli", 1)}
+# serq's extensions (ir.ExtSample; refused by --strict): name -> IR name
+EXT_DISTRIBUTIONS = {"lognormal": "Lognormal", "gamma": "Gamma", "pareto": "Pareto",
+                     "empirical": "Empirical"}
 MATH = frozenset(("Min", "Max", "Abs", "Floor", "Ceil", "Sqrt", "Exp", "Ln", "Pow"))
 
 _STEP_TOTALS = frozenset(("Nres", "Ndec", "Kvb", "Kvp"))

@@ -501,7 +501,7 @@ def _moves(e, admission: bool, names) -> Optional[str]:
     and `computed` that admission and preemption set (``names``: their
     slots)."""
     t = type(e)
-    if t is ir.Sample:
+    if t is ir.Sample or t is ir.ExtSample:
         return "a draw"
     if t is ir.Ctx:
         return "the clock" if e.var == "Now" else None

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 from .jsonfmt import _object, _value, format_float
-from .text import _member, num, table
+from .text_ref import _member, num, table
 
 #: The storm window as a fraction of the measured interval.
 STORM_FRACTION = 0.01

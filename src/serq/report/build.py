@@ -108,6 +108,9 @@ def build_report(sim, extras: bool = True) -> Report:
             decode_only=0.0, mixed=0.0, mean_decodes=0.0, mean_decode_batch=None,
             mean_decode_step=None, mean_itl=None, itl_p50=None, itl_p99=None,
             idle_with_work=False)
+        row.kind = "ps" if st.kind == "shared" else st.kind
+        if st.kind == "fifo":
+            row.servers = int(st.servers)
         if st.kind == "step":
             row.iterations = st.iterations
             row.prefill_only = s.prefill_only.mean(end)

@@ -102,6 +102,12 @@ class StageRow:
     # (the generated tokens, see Rates); None for other stages.
     itl_quantiles: Optional[List[Optional[float]]] = field(default=None, compare=False)
     decode_tokens: Optional[int] = field(default=None, compare=False)
+    # serq's own, for the text report's `kind` and `util` (report/text.py):
+    # the stage's policy (``fifo``, ``ps``, ``delay``, ``step``; ``ps`` also
+    # for a stage a `share` relation shares) and a fifo's servers; None for
+    # a report read back from JSON.
+    kind: Optional[str] = field(default=None, compare=False)
+    servers: Optional[int] = field(default=None, compare=False)
 
     JSON_FIELDS = (
         "name", "index", "mean_number", "utilization", "completed",

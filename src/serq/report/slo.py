@@ -71,7 +71,7 @@ class Slo(object):
         self.bound = bound
 
     def label(self) -> str:
-        from .text import num
+        from .text_ref import num
         return "%s %s %s" % (self.name, self.op, num(self.bound))
 
     def met(self, x: float) -> bool:
@@ -174,7 +174,7 @@ class SloResult(object):
         self.rate = per_s(requests)  # counted requests a second
 
     def text_lines(self) -> List[str]:
-        from .text import num, table
+        from .text_ref import num, table
         unit = self.per + "s"
 
         def ci(x):

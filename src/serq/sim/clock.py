@@ -20,6 +20,12 @@ class Clock(object):
         """A stretch of decode iterations (settle.py)."""
         raise NotImplementedError
 
+    def sync_fold_top(self):
+        raise NotImplementedError
+
+    def stop_folds(self):
+        raise NotImplementedError
+
     def init_clock(self):
         self.now = 0.0
         self.heap = []  # (time, seq, fn, arg)
@@ -30,8 +36,10 @@ class Clock(object):
         # compiled code (mypyc) would abort the process, the report lost.
         self.stop_requested = False
         # A step stage that just started an iteration of decodes only
-        # (Step.launch): the loop lets it fold (settle.py, fold.py).
+        # (Step.launch): the loop lets it fold (settle.py, fold.py); the
+        # stretches in progress, by stage index (fold.py).
         self.fold_stage = None
+        self.folds = {}
         # The monotonic time at which --max-wall stops the run (run_events):
         # read at every event, so that a run of slow events stops in time.
         self.deadline = None
@@ -71,6 +79,8 @@ class Clock(object):
                 if max_events is not None and self.events >= max_events:
                     self.partial = "--max-events %d" % max_events
                     break
+                if self.folds:
+                    self.sync_fold_top()  # (its stretch, if the event ends one's iteration)
                 if gauges and t > self.now:
                     self.read_gauges()
                 _, _, fn, arg = heappop(heap)
@@ -78,11 +88,14 @@ class Clock(object):
                 self.events += 1
                 fn(arg)
                 settle()
-                while self.fold_stage is not None and not self.stop_requested and \
-                        not (shows and not self.events & 4095):
+                while (self.fold_stage is not None or self.folds) and \
+                        not self.stop_requested and not (shows and not self.events & 4095):
                     st = self.fold_stage
                     self.fold_stage = None
+                    n = self.events
                     self.fold(st, horizon, max_events, shows)
+                    if self.events == n:
+                        break  # (the next event is the general loop's)
                 if self.stop_requested:
                     self.partial = "interrupted"
                     break
@@ -97,6 +110,9 @@ class Clock(object):
                     end = self.now
         except KeyboardInterrupt:
             self.partial = "interrupted"
+        finally:
+            if self.folds:
+                self.stop_folds()  # (the residents as the iterations left them)
         return end
 
 

@@ -18,7 +18,7 @@ the statement as the interpreter does.
 import math
 
 from ..ir import nodes as ir
-from . import dist
+from . import dist, xdist
 from .arith import CTX_FIELD, MATH1, MATH2, fdiv, fmt
 from .stages import Fifo
 
@@ -60,6 +60,15 @@ def _pure(e):
     if t is ir.Call and (e.fun in MATH1 or e.fun in MATH2):
         return all(a.expr is not None and _pure(a.expr) for a in e.args)
     return False
+
+
+#: Pool queries written as source (as poolsim.pool_query reads them); the
+#: pools are looked up when read, as there.
+_POOL_READS = {
+    "Used": "_sim.pools[%s].used",
+    "Holders": "float(len(_sim.pools[%s].holders))",
+    "Queued": "float(len(_sim.pools[%s].queue))",
+}
 
 
 class ExprWriter(object):
@@ -148,11 +157,29 @@ class ExprWriter(object):
             if law == "det":
                 return args[0]
             return "%s(s.rng, %s)" % (self.bind(dist.LAWS[law], "law"), ", ".join(args))
+        elif t is ir.ExtSample:
+            # (the sampler from the closure's compiler: one table per draw)
+            law = xdist.sampler(e.dist.lower(), e.values, e.counts)
+            args = [self.expr(x) for x in e.args]
+            return "%s(%s)" % (self.bind(law, "xlaw"), ", ".join(["s.rng"] + args))
         elif t is ir.Call and e.fun in MATH1:
             return "%s(%s)" % (self.bind(MATH1[e.fun], "m"), self.expr(e.args[0].expr))
         elif t is ir.Call and e.fun in MATH2:
             return "%s(%s, %s)" % (self.bind(MATH2[e.fun], "m"), self.expr(e.args[0].expr),
                                    self.expr(e.args[1].expr))
+        elif t is ir.Call and len(e.args) == 1 and type(e.args[0]) is not ir.ArgExpr:
+            # a query of a member (``holders(slots[r])``): the index read
+            # first, then the query, as the closure does
+            r = e.args[0].ref
+            if r.index is None:
+                m = "%d" % r.base
+            else:
+                m = "%s(%s)" % (self.bind(self.c.index_of(r), "pk"), self.expr(r.index))
+            inline = _POOL_READS.get(e.fun) if type(e.args[0]) is ir.ArgPool else None
+            if inline is not None:
+                # (poolsim.pool_query's reading, written out)
+                return inline % m
+            return "%s(%s, s)" % (self.bind(self.sim.query(e.fun), "q"), m)
         # anything else: its closure
         return "%s(s)" % self.bind(self.c.expr(e), "f")
 

@@ -188,6 +188,11 @@ class Simulator(Settle):
         self.stages = [self._make_stage(i, st) for i, st in enumerate(prog.stages)]
         self.make_pools(prog)
         self.steps = [st for st in self.stages if st.kind == "step"]
+        # The step stages that may plan at a settle: every one with no
+        # running iteration and work (``pending``) is in it (a stage joins
+        # where it gains work or its iteration ends), so the settle looks at
+        # these, not at every step stage (settle.plan_steps).
+        self.may_plan = set()
         # a step stage's admissions may start ps jobs: then the declaration
         # order of the settle's stage loop matters (reschedule_changed)
         self.steps_and_ps = bool(self.steps) and any(st.kind == "ps" for st in self.stages)
@@ -245,9 +250,17 @@ class Simulator(Settle):
         if fun == "Busy":
             return lambda m, x: stages[m].busy()
         if fun == "Work":
-            return lambda m, x: stages[m].work_left(self.now)
+            def work(m, x):
+                if self.folds:
+                    self.sync_fold(stages[m])  # (its residents' tokens left: fold.py)
+                return stages[m].work_left(self.now)
+            return work
         if fun == "BudgetLeft":
-            return lambda m, x: stages[m].budget_left()
+            def budget_left(m, x):
+                if self.folds:
+                    self.sync_fold(stages[m])
+                return stages[m].budget_left()
+            return budget_left
         if fun == "EstLambda":
             return lambda m, x: stages[m].est.lam()
         if fun == "EstRho":

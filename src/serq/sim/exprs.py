@@ -3,6 +3,7 @@
 A compiled expression is ``f(x)``: ``x`` is the evaluation context — a
 session (its attributes ``x.a``, its current stream ``x.rng``) or a stage
 context (``x.a`` is None, ``x.rng`` the machine stream, ``x.present`` …).
+serq's extension draws (``ExtSample``) read companions of ``x.rng``.
 Context variables read the attribute of ``x`` of the same name in lower
 case (``N`` -> ``x.present``), ``Now`` the simulator's clock.  Arithmetic is
 IEEE as in the reference: comparisons and logic give 0.0 or 1.0, a division
@@ -13,7 +14,7 @@ from typing import Callable
 
 from ..errors import RunError
 from ..ir import nodes as ir
-from . import dist
+from . import dist, xdist
 from .arith import CTX_FIELD, MATH1, MATH2, fdiv, fmt, fpow
 from .codegen import ExprWriter
 
@@ -58,6 +59,8 @@ class Compiler:
                 return lambda x: law(x.rng, f0(x))
             f0, f1 = args
             return lambda x: law(x.rng, f0(x), f1(x))
+        if t is ir.ExtSample:
+            return self.ext_sample(e)
         if t is ir.Call:
             return self.call(e)
         if t is ir.Reg:
@@ -67,6 +70,15 @@ class Compiler:
         if t is ir.AggRef:
             return self.sim.aggregate_reader(e.kind, e.obs)
         raise TypeError(e)
+
+    def ext_sample(self, e) -> Callable:
+        """serq's extension draws (xdist.py): from the companion streams of
+        the context's stream, never from the stream itself."""
+        law = xdist.sampler(e.dist.lower(), e.values, e.counts)
+        if not e.args:
+            return lambda x: law(x.rng)
+        f0, f1 = [self.expr(a) for a in e.args]
+        return lambda x: law(x.rng, f0(x), f1(x))
 
     def fast(self, e) -> Callable:
         """``expr(e)`` written as one Python function (codegen.ExprWriter),
@@ -137,6 +149,22 @@ class Compiler:
             v = idx(x)
             if v >= 0 and v < count and v == int(v):
                 return base + int(v)
-            raise RunError("index `%s` is %s: a member of an array of %d is 0 to %d"
-                           % (sim.describe_index(r), fmt(v), count, count - 1))
+            raise _bad_index(sim, r, v)
         return pick
+
+    def index_of(self, r: ir.Ref) -> Callable:
+        """``member(r)`` from the index's value (``r.index`` read by the
+        caller): for expressions written as source (codegen.ExprWriter)."""
+        base, count = r.base, r.count
+        sim = self.sim
+
+        def pick_value(v):
+            if v >= 0 and v < count and v == int(v):
+                return base + int(v)
+            raise _bad_index(sim, r, v)
+        return pick_value
+
+
+def _bad_index(sim, r: ir.Ref, v: float) -> RunError:
+    return RunError("index `%s` is %s: a member of an array of %d is 0 to %d"
+                    % (sim.describe_index(r), fmt(v), r.count, r.count - 1))

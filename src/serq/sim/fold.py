@@ -36,7 +36,7 @@ conformance suite, the iteration trace, which turns folding off).
 """
 import heapq
 import time
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..ir import nodes as ir
 from ..report.stats import TimeAverage
@@ -113,7 +113,6 @@ class Folding(object):
         self.ends: int = 0  # folded iteration ends (tokens left counted down)
         self.last_end: float = sim.now
         self.pool: Any = None
-        self.warm: bool = bool(sim.warm)  # (no event changes it during a stretch)
 
     def setup(self) -> bool:
         """Whether the stretch can start now (the residents' state)."""
@@ -244,7 +243,8 @@ class Folding(object):
         st = self.st
         st.account(now)
         st.running = None
-        if self.warm:
+        self.sim.may_plan.add(st)  # (as iteration_end: the general plan may follow)
+        if self.sim.warm:  # (read now: the warm-up may end between a stretch's iterations)
             st.itl.add_repeat(now - self.last_end, self.n)
         self.last_end = now
         self.ends += 1
@@ -297,49 +297,130 @@ def settle_tail(sim: Any, now: float) -> None:
 
 
 def _quiet_others(sim: Any, st: Step) -> bool:
-    """No other step stage would plan at this settle."""
-    for other in sim.steps:
+    """No other step stage would plan at this settle (each that would is in
+    ``may_plan``)."""
+    for other in sim.may_plan:
         if other is not st and other.running is None and other.pending():
             return False
     return True
 
 
-def fold(sim: Any, st: Step, horizon: float, max_events: Optional[int], checks: bool) -> None:
-    """Run ``st``'s iterations from the event loop while they fold (see the
-    module's text).  Leaves the simulator as the general loop would have
+def _stage_of(entry: Any) -> Optional[Step]:
+    """The step stage whose iteration end the heap entry is, or None."""
+    st = getattr(entry[2], "__self__", None)
+    if isinstance(st, Step) and st.end_entry is entry:
+        return st
+    return None
+
+
+def _apart(g: Folding, folds: Dict[int, Folding]) -> bool:
+    """Whether stretch ``g`` shares no pool with the stretches in progress
+    (each stretch's growths, evictions and memory reads are then its own)."""
+    a = g.pool
+    b = g.st.memory
+    if a is None and b is None:
+        return True
+    for f in folds.values():
+        c = f.pool
+        d = f.st.memory
+        if c is not None and (c is a or c is b):
+            return False
+        if d is not None and (d is a or d is b):
+            return False
+    return True
+
+
+def sync(sim: Any, st: Any) -> None:
+    """Stage ``st``'s stretch, if one is in progress, written back and
+    ended: before code outside the stretch reads or changes its residents
+    (a query of its work or budget, a resident joining or leaving it)."""
+    folds: Dict[int, Folding] = sim.folds
+    f = folds.pop(st.index, None)
+    if f is not None:
+        f.write_back()
+
+
+def sync_pool(sim: Any, p: Any) -> None:
+    """The stretches whose growths or memory are pool ``p``, written back
+    and ended (before a preemption there reads its candidates)."""
+    folds: Dict[int, Folding] = sim.folds
+    for k in [k for k, f in folds.items() if f.pool is p or f.st.memory is p]:
+        folds.pop(k).write_back()
+
+
+def sync_top(sim: Any) -> None:
+    """Before the general loop takes the heap's first event: if it ends an
+    iteration of a stage in a stretch, that stretch is written back."""
+    heap: List[Any] = sim.heap
+    if heap:
+        st = _stage_of(heap[0])
+        if st is not None:
+            sync(sim, st)
+
+
+def stop_all(sim: Any) -> None:
+    """Every stretch in progress written back and ended (the run's end)."""
+    folds: Dict[int, Folding] = sim.folds
+    for f in folds.values():
+        f.write_back()
+    folds.clear()
+
+
+def fold(sim: Any, st0: Any, horizon: float, max_events: Optional[int], checks: bool) -> None:
+    """Run step stages' iterations from the event loop while they fold (see
+    the module's text), side by side: while the heap's first event ends an
+    iteration that decodes every resident of its stage, that end and the
+    next start are folded, in a stretch of the stage's own (``sim.folds``:
+    stretches share no pool).  A stretch outlives the events between its
+    iterations (arrivals, other stages' general iterations): what reads or
+    changes its residents ends it first (``sync``, ``sync_pool``), and so
+    does the general loop before it takes one of its iteration ends
+    (``sync_top``).  Leaves the simulator as the general loop would have
     after the same events, with the next one not yet run."""
     heap: List[Any] = sim.heap
     gauges: List[Any] = sim.gauges
     deadline: Optional[float] = sim.deadline  # (--max-wall: checked at every event)
-    f: Optional[Folding] = None
-    if not st.residents:
-        return
+    folds: Dict[int, Folding] = sim.folds
     while True:
-        entry = st.end_entry
-        if not heap or heap[0] is not entry:
+        if not heap:
+            break
+        entry = heap[0]
+        st = _stage_of(entry)
+        if st is None:
+            break
+        f = folds.get(st.index)
+        if f is None and not (st.fold_ok and st.decode_launch and st.residents):
             break
         t = entry[0]
-        if t > horizon or not _second_time(heap) > t or sim.stop_requested:
-            break
-        if max_events is not None and sim.events >= max_events:
+        if t > horizon or not _second_time(heap) > t or sim.stop_requested or (
+                max_events is not None and sim.events >= max_events):
             break
         if gauges and t > sim.now:
             sim.read_gauges()
         heapq.heappop(heap)
         sim.now = t
         sim.events += 1
+        if f is not None and (sim.ready or sim.changed or sim.pool_watch
+                              or not _quiet_others(sim, st)):
+            # Something else is to run at this settle: the general one.
+            del folds[st.index]
+            f.write_back()
+            f = None
+            st.iteration_end(None)
+            sim.settle()
+            return
         if f is None:
             st.iteration_end(None)
             if sim.ready or sim.changed or sim.pool_watch or not _quiet_others(sim, st):
                 sim.settle()
                 return
+            g = Folding(st, sim)
+            if g.setup() and _apart(g, folds):
+                f = g
+                folds[st.index] = g
         else:
             f.end(t)
         # the settle: only this stage plans (see _quiet_others)
-        if f is None:
-            g = Folding(st, sim)
-            if g.setup():
-                f = g
         folded = False
         if f is not None and f.can_start():
             ctx = st.ctx
@@ -357,13 +438,13 @@ def fold(sim: Any, st: Step, horizon: float, max_events: Optional[int], checks: 
             else:
                 # the budget or a growth: the general plan, from the budget
                 # and chunk already read
+                del folds[st.index]
                 f.write_back()
-                f = None
                 st.attempt_read(B, C)
         else:
             if f is not None:
+                del folds[st.index]
                 f.write_back()
-                f = None
             if st.running is None and st.pending():
                 st.attempt()
         settle_tail(sim, t)
@@ -371,5 +452,3 @@ def fold(sim: Any, st: Step, horizon: float, max_events: Optional[int], checks: 
             break
         if deadline is not None and time.monotonic() > deadline:
             break
-    if f is not None:
-        f.write_back()

@@ -104,7 +104,7 @@ def reads_state(e) -> bool:
         return reads_state(e.left) or reads_state(e.right)
     if t is ir.Cond:
         return reads_state(e.test) or reads_state(e.then) or reads_state(e.other)
-    if t is ir.Sample:
+    if t is ir.Sample or t is ir.ExtSample:
         return any(reads_state(a) for a in e.args)
     return False
 

@@ -115,6 +115,15 @@ class AdmissionStats(object):
         self.preemption_times = []
 
 
+def _piece(a: TimeAverage, v: float, now: float) -> None:
+    """``a.set(now, v)``, unless the signal was 0 and stays 0 (see
+    ``Pool.record``)."""
+    if v != 0.0 or a.value != 0.0:
+        a.area += a.value * (now - a.last)
+        a.last = now
+        a.value = v
+
+
 class Pool(object):
     # Typed for the compiled core (what the eviction loop reads natively).
     used: float
@@ -126,6 +135,11 @@ class Pool(object):
     dead: List[CacheEntry]
     lru: List[Tuple[int, CacheEntry]]
     stats: PoolStats
+    admission: AdmissionStats
+    queue: List[Any]
+    holders: List[Any]
+    blocked: bool
+    synced: int
     sim: Any
     evict_keys: Any
     spill: Any
@@ -165,7 +179,12 @@ class Pool(object):
         self.blocked_key = None  # what the pool looked like at the last scan
         # The six values the time averages were last set from, and the index
         # in ``sim.ticks`` up to which their pieces are added (``record``).
-        self.sig = (0.0, 0.0, 0, 0, 0.0, False)
+        self.sig_used = 0.0
+        self.sig_cached = 0.0
+        self.sig_queued = 0
+        self.sig_holders = 0
+        self.sig_reserved = 0.0
+        self.sig_blocked = False
         self.synced = -1
         # serq's extensions: the units an admission leaves free, and
         # first-fit admission (``ff_key``: the state of the last scan that
@@ -186,28 +205,44 @@ class Pool(object):
 
     # ----------------------------------------------------------- statistics
 
-    def record(self, now):
+    def record(self, now: float) -> None:
         # ``TimeAverage.set(now, v)`` of the six signals, inlined (the same
-        # float operations).  This runs for every pool at every event; while
-        # none of the six values changes, the pieces wait in ``sim.ticks``
-        # and ``catch_up`` adds them, in order, when one does (or at the
-        # end).  A signal that was 0 and stays 0 is left alone: its piece
-        # would add 0 * (now - last) = +0 to an area that is never -0, and
-        # ``last`` matters only while the value is not 0.
-        sig = (self.used, self.cached, len(self.queue), len(self.holders), self.reserved,
-               self.blocked)
-        if sig == self.sig:
+        # float operations).  This runs for every pool an event touched;
+        # while none of the six values changes, the pieces wait in
+        # ``sim.ticks`` and ``catch_up`` adds them, in order, when one does
+        # (or at the end).  A signal that was 0 and stays 0 is left alone: its
+        # piece would add 0 * (now - last) = +0 to an area that is never -0,
+        # and ``last`` matters only while the value is not 0.
+        used = self.used
+        cached = self.cached
+        queued = len(self.queue)
+        holders = len(self.holders)
+        reserved = self.reserved
+        blocked = self.blocked
+        if used == self.sig_used and cached == self.sig_cached and \
+                queued == self.sig_queued and holders == self.sig_holders and \
+                reserved == self.sig_reserved and blocked == self.sig_blocked:
             return
-        self.sig = sig
+        self.sig_used = used
+        self.sig_cached = cached
+        self.sig_queued = queued
+        self.sig_holders = holders
+        self.sig_reserved = reserved
+        self.sig_blocked = blocked
         sync(self)
-        # TimeAverage.set of each signal, inlined (the same float operations)
-        used, cached, queued, holders, reserved, blocked = sig
-        for a, v in zip(self.averages, (used, cached, float(queued), float(holders), reserved,
-                                        1.0 if blocked else 0.0)):
-            if v != 0.0 or a.value != 0.0:
-                a.area += a.value * (now - a.last)
-                a.last = now
-                a.value = v
+        st = self.stats
+        ad = self.admission
+        _piece(st.used, used, now)
+        _piece(st.cached, cached, now)
+        _piece(st.queue, float(queued), now)
+        _piece(st.holders, float(holders), now)
+        _piece(ad.reserved, reserved, now)
+        _piece(ad.blocking, 1.0 if blocked else 0.0, now)
+
+    def recorded(self) -> Tuple[float, float, int, int, float, bool]:
+        """The six values the time averages were last set from."""
+        return (self.sig_used, self.sig_cached, self.sig_queued, self.sig_holders,
+                self.sig_reserved, self.sig_blocked)
 
     def catch_up(self, ticks, end):
         """Add the pieces of the events ``ticks[synced + 1:end]`` (values

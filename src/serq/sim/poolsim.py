@@ -13,6 +13,30 @@ from .timeavg import TimeAverages
 WAIT = 0
 
 
+def _index(x):
+    return x.index
+
+
+def walk_in_order(members, visit):
+    """``visit(x)`` for the members of the set ``members`` in the order of
+    their ``index``, as a walk of a list of all of them in that order that
+    skips non-members would: a member that joins during the walk is visited
+    if its index is past the one being visited.  ``visit`` returns whether
+    ``x`` stays a member (it may add members, never remove them)."""
+    order = sorted(members, key=_index)
+    i = 0
+    while i < len(order):
+        x = order[i]
+        i += 1
+        before = len(members)
+        keep = visit(x)
+        if len(members) > before:  # (joined during the visit)
+            order = sorted([y for y in members if y.index > x.index], key=_index)
+            i = 0
+        if not keep:
+            members.discard(x)
+
+
 class PoolSim(TimeAverages):
 
     def make_pools(self, prog):
@@ -40,7 +64,12 @@ class PoolSim(TimeAverages):
             pool.queue.append(w)
         pool.qver += 1
         self.touched.add(pool)
-        self.pool_watch.add(pool)
+        if pool.decl.admit_via is None:
+            self.pool_watch.add(pool)
+        else:
+            # (the step stage admits this queue when it plans: the pass
+            # has nothing to do for it, see pool_pass)
+            self.may_plan.add(self.stages[pool.decl.admit_via])
         s = run.session
         s.waiting_in = pool
         s.cancel = lambda: self.leave_queue(pool, w)
@@ -51,6 +80,8 @@ class PoolSim(TimeAverages):
             pool.queue.remove(w)
             pool.qver += 1
             self.touched.add(pool)
+            if pool.blocked and not pool.queue:
+                self.pool_watch.add(pool)  # (the pass clears the mark)
         w.run.session.waiting_in = None
 
     def is_waiting(self, s):
@@ -200,6 +231,8 @@ class PoolSim(TimeAverages):
         pool0.qver += 1
         touched = self.touched
         touched.add(pool0)
+        if pool0.blocked and not pool0.queue:
+            self.pool_watch.add(pool0)  # (the pass clears the mark)
         s.cancel = None
         op = run.op
         reuse = None if op[2] is None else op[2](s)
@@ -238,23 +271,29 @@ class PoolSim(TimeAverages):
 
     def pool_pass(self):
         """Every pool in declaration order serves its stalled growers, then
-        its queue (unless a step stage admits it).  The settle runs this, and
-        so does a release, before the releasing session goes on."""
-        watch = self.pool_watch
-        if not watch:
-            return  # (no pool has stalled growers, a queue or a blocked head)
-        for p in self.pools:
-            if p not in watch:
-                continue
-            if p.growers:
-                self.retry_growers(p)
-            if p.queue and p.decl.admit_via is None:
-                self.admit_pool(p)
-            elif p.blocked and not p.queue:
-                p.blocked = False
-                self.touched.add(p)
-            if not (p.growers or p.queue or p.blocked):
-                watch.discard(p)
+        its queue (unless a step stage admits it), and clears its blocked
+        mark once its queue is empty.  The settle runs this, and so does a
+        release, before the releasing session goes on.
+
+        Only the pools in ``pool_watch`` can have any of that to do (each
+        joins it where it gains such work: a stalled growth, a queue no step
+        stage admits, a blocked mark left with an empty queue), so the pass
+        visits those, in declaration order, including any that joins during
+        the pass after the one being served, as a walk of every pool would."""
+        if self.pool_watch:
+            walk_in_order(self.pool_watch, self.serve_pool)
+
+    def serve_pool(self, p):
+        """``pool_pass`` for one pool; whether it still has work for it."""
+        if p.growers:
+            self.retry_growers(p)
+        if p.queue and p.decl.admit_via is None:
+            self.admit_pool(p)
+        elif p.blocked and not p.queue:
+            p.blocked = False
+            self.touched.add(p)
+        return bool(p.growers or (p.queue and p.decl.admit_via is None)
+                    or (p.blocked and not p.queue))
 
     # --------------------------------------------------------------- growth
 
@@ -308,6 +347,8 @@ class PoolSim(TimeAverages):
         and each is a candidate (its innermost hold) at its own place, as
         in 0.1.3: `preempt lifo` picks the nested hold's session when it was
         admitted last, though its outer hold came before others."""
+        if self.folds:
+            self.sync_fold_pool(p)  # (the candidates' positions: fold.py)
         cands = []
         stages = self.memory_of.get(p.index)
         if stages:
@@ -409,7 +450,6 @@ class PoolSim(TimeAverages):
                 if past is None:
                     p.blocked = self.held_back(p, w)
                     self.touched.add(p)
-                    self.pool_watch.add(p)
                     if p.blocked and self.warm:
                         p.admission.blocked_attempts += 1
                     return False

@@ -30,7 +30,8 @@ consecutive serials can be set up many at once, with the same draws, by
 rng_batch.py (which builds on this module):
 ``statement_streams``/``workload_streams`` (lists), ``StatementStreams(seed)``
 and ``WorkloadStreams(seed)`` (``get(serial)``, batches filled ahead), all on
-``substreams``/``Substreams``.
+``substreams``/``Substreams``.  serq's extension laws (sim/xdist.py) draw
+from companions of these streams (``Rng.extension``), never from them.
 
 On CPython the blocks are computed with whole-row arithmetic on wide integers
 (the four columns of the ChaCha state packed into 64-bit lanes of one
@@ -66,6 +67,8 @@ __all__ = [
     "WORKLOAD_KIND",
     "STATEMENT_KIND",
     "LEG_KIND",
+    "EXTENSION_TAG",
+    "EXTENSION_LAWS",
 ]
 
 #: Stream seeds: the run's ``seed`` xor these constants.
@@ -78,6 +81,10 @@ TRACE_SEED_XOR: Final = 0x6A09E667F3BCC908
 WORKLOAD_KIND: Final = 1
 STATEMENT_KIND: Final = 2
 LEG_KIND: Final = 3
+
+#: ``Rng.extension``: the tag ("serq" in ASCII) and the number of laws.
+EXTENSION_TAG: Final = 0x73657271
+EXTENSION_LAWS: Final = 4
 
 _M32: Final = 0xFFFFFFFF
 _M64: Final = 0xFFFFFFFFFFFFFFFF
@@ -585,7 +592,7 @@ class Rng(object):
     ``substream`` not even the seed (``_sub`` keeps its arguments).
     """
 
-    __slots__ = ("_seed", "_sub", "_key", "_buf", "_i", "_counter")
+    __slots__ = ("_seed", "_sub", "_key", "_buf", "_i", "_counter", "_ext")
 
     def __init__(self, seed: Optional[int], _sub: Optional[Tuple[int, int, int, int]] = None
                  ) -> None:
@@ -596,6 +603,8 @@ class Rng(object):
         self._buf: Sequence[int] = ()
         self._i = 0
         self._counter = 0
+        # the companion streams of serq's extension laws, made on first use
+        self._ext: Optional[List[Optional["Rng"]]] = None
 
     @classmethod
     def _deferred(cls, sub: Tuple[int, int, int, int]) -> "Rng":
@@ -615,13 +624,43 @@ class Rng(object):
     def __repr__(self) -> str:
         return "Rng(%d)" % (self.seed,)
 
-    def position(self) -> Tuple[Optional[Key], Sequence[int], int, int]:
-        """Where the stream stands, for ``rewind``."""
-        return self._key, self._buf, self._i, self._counter
+    def position(self) -> Tuple[Optional[Key], Sequence[int], int, int, Any]:
+        """Where the stream stands, for ``rewind`` (its companions too)."""
+        ext = self._ext
+        where: Any = None if ext is None else tuple(
+            [None if r is None else r.position() for r in ext])
+        return self._key, self._buf, self._i, self._counter, where
 
-    def rewind(self, position: Tuple[Optional[Key], Sequence[int], int, int]) -> None:
-        """Back to a ``position``: the draws since are drawn again."""
-        self._key, self._buf, self._i, self._counter = position
+    def rewind(self, position: Tuple[Optional[Key], Sequence[int], int, int, Any]) -> None:
+        """Back to a ``position``: the draws since are drawn again (also
+        those of the companion streams; one made since starts afresh)."""
+        self._key, self._buf, self._i, self._counter, where = position
+        ext = self._ext
+        if where is None or ext is None:
+            self._ext = None
+            return
+        for law in range(len(ext)):
+            r = ext[law]
+            if r is not None:
+                if where[law] is None:
+                    ext[law] = None
+                else:
+                    r.rewind(where[law])
+
+    def extension(self, law: int) -> "Rng":
+        """The companion stream of extension law ``law`` (sim/xdist.py):
+        ``substream(self.seed, EXTENSION_TAG, law, 0)``, made on first use.
+        Drawing from it leaves this stream where it is."""
+        ext = self._ext
+        if ext is None:
+            made: List[Optional[Rng]] = [None] * EXTENSION_LAWS
+            self._ext = made
+            ext = made
+        r = ext[law]
+        if r is None:
+            r = Rng._deferred((self.seed, EXTENSION_TAG, law, 0))
+            ext[law] = r
+        return r
 
     # -- buffer management ---------------------------------------------------
 

@@ -122,7 +122,8 @@ class Interpreter(HoldOps):
         if t is ir.Loop:
             return (LOOP, st.body, None, loc)
         if t is ir.Choose:
-            return (CHOOSE, st.var, c.expr(st.count), [c.expr(k) for k in st.key], loc)
+            # (the keys are read for every member at every choice)
+            return (CHOOSE, st.var, c.expr(st.count), [c.fast(k) for k in st.key], loc)
         if t is ir.End:
             return (END, loc)
         if t is ir.Turn:

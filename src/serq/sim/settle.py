@@ -16,11 +16,19 @@ from ..errors import RunError
 from . import fold as folding
 from .exprs import fmt
 from .holds import Rejected
-from .poolsim import PoolSim
+from .poolsim import PoolSim, walk_in_order
 from .session import AGAIN, EndSession
 from .timeavg import TICKS_KEPT
 
 READY_LIMIT = 1000
+
+
+def _plan(st):
+    """``plan_steps`` for one stage: it plans if it has work and no
+    iteration; whether it still has work and no iteration."""
+    if st.running is None and st.pending():
+        st.attempt()
+    return st.running is None and st.pending()
 
 
 class Settle(PoolSim):
@@ -75,6 +83,18 @@ class Settle(PoolSim):
     def fold(self, st, horizon, max_events, checks):
         folding.fold(self, st, horizon, max_events, checks)
 
+    def sync_fold(self, st):
+        folding.sync(self, st)
+
+    def sync_fold_pool(self, p):
+        folding.sync_pool(self, p)
+
+    def sync_fold_top(self):
+        folding.sync_top(self)
+
+    def stop_folds(self):
+        folding.stop_all(self)
+
     def settle(self):
         ready = self.ready
         pools = self.pools
@@ -108,11 +128,9 @@ class Settle(PoolSim):
                 break
         if self.changed or (self.steps_and_ps and (not self.heap or self.heap[0][0] > self.now)):
             self.reschedule_changed()
-        elif self.steps and (not self.heap or self.heap[0][0] > self.now):
+        elif self.may_plan and (not self.heap or self.heap[0][0] > self.now):
             # The same with no ps stage to reschedule: the step stages only.
-            for st in self.steps:
-                if st.running is None and st.pending():
-                    st.attempt()
+            self.plan_steps()
         if self.flows_dirty:
             self.flows_dirty = False
             self.flows.recompute()
@@ -123,6 +141,15 @@ class Settle(PoolSim):
             self.check_pools()
         if self.check_touched:
             self.check_untouched()
+
+    def plan_steps(self):
+        """Every step stage with no running iteration and work plans one,
+        in declaration order, as a walk of every step stage would: those in
+        ``may_plan`` (the others have nothing to plan), including any that
+        joins during the walk after the stage planning (its admissions run
+        sessions).  A stage stays in the set while it has work and no
+        iteration (a plan that started none is tried again)."""
+        walk_in_order(self.may_plan, _plan)
 
     def check_wait_cycles(self):
         """At the end of the run, 0.1.3 refuses a hold-and-wait cycle that a
@@ -198,12 +225,17 @@ class Settle(PoolSim):
     def check_untouched(self):
         for p in self.pools:
             sig = (p.used, p.cached, len(p.queue), len(p.holders), p.reserved, p.blocked)
-            if sig != p.sig:
+            if sig != p.recorded():
                 raise AssertionError("pool %s changed untouched at %r: %r, recorded %r"
-                                     % (self.pool_label(p), self.now, sig, p.sig))
-            if (p.growers or p.queue or p.blocked) and p not in self.pool_watch:
+                                     % (self.pool_label(p), self.now, sig, p.recorded()))
+            if (p.growers or (p.queue and p.decl.admit_via is None)
+                    or (p.blocked and not p.queue)) and p not in self.pool_watch:
                 raise AssertionError("pool %s has work and is not watched at %r"
                                      % (self.pool_label(p), self.now))
+        for st in self.steps:
+            if st.running is None and st.pending() and st not in self.may_plan:
+                raise AssertionError("step stage %s has work and no iteration and is not in "
+                                     "may_plan at %r" % (st.name, self.now))
         for st in self.stages:
             if st.kind != "shared" and st.present() != st.last_n:
                 raise AssertionError("stage %s changed untouched at %r: %r present, recorded %r"

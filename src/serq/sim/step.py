@@ -236,6 +236,9 @@ class Step(Stage):
         self.fold_ok = False
         self.folded = 0  # iterations run folded (tests, bench)
         self.end_entry: Any = None
+        # the running iteration is every resident's decode (``plan_decodes``,
+        # or a folded one): its end may start a stretch
+        self.decode_launch = False
         self.decode_batch = st.decode_batch = Welford()
         self.decode_step = st.decode_step = Welford()
         self.itl = st.itl = ItlHistogram()
@@ -259,6 +262,8 @@ class Step(Stage):
     def submit_step(self, session: "Session", decode: bool, work: float,
                     grow: "Optional[Tuple[HoldRun, int]]") -> None:
         now = self.sim.now
+        if self.sim.folds:
+            self.sim.sync_fold(self)  # (a stretch's residents are its own: fold.py)
         job = StepJob(session, decode, work, grow, now)
         adm = session.admission
         i = len(self.residents)
@@ -267,11 +272,14 @@ class Step(Stage):
         self.residents.insert(i, job)
         self.changes += 1
         self.sim.touched.add(self)
+        self.sim.may_plan.add(self)
         session.cancel = lambda: self.withdraw(job)
         session.step_job = job
 
     def withdraw(self, job: StepJob) -> None:
         """A preempted resident leaves the stage (and its iteration)."""
+        if self.sim.folds:
+            self.sim.sync_fold(self)  # (a stretch's residents are its own: fold.py)
         job.gone = True
         if job in self.residents:
             self.residents.remove(job)
@@ -710,6 +718,7 @@ class Step(Stage):
         entry: Any = (sim.now + cost, sim.seq, self.iteration_end, None)
         heappush(sim.heap, entry)
         self.end_entry = entry
+        self.decode_launch = plan is None
         if plan is None and self.fold_ok:
             sim.fold_stage = self
 
@@ -768,6 +777,7 @@ class Step(Stage):
         self.account(now)
         assigned = self.running or []
         self.running = None
+        sim.may_plan.add(self)
         warm = sim.warm
         slot = sim.turn_slot
         itl = self.itl

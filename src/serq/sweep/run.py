@@ -8,9 +8,10 @@ a pool of processes (``concurrent.futures``), or on a Ray cluster
 (``ray_backend.py``); the table (``table.py``) is built from the results in
 grid and seed order, so it is the same bytes whatever ran them.
 
-Seeds: ``seeds`` runs of each point, with seeds ``first, first+1, ...,
-first+seeds-1`` (``first`` is 1 unless ``--seed`` says otherwise); the
-program's own ``run { seed … }`` is not used.
+Seeds: ``seeds`` runs of each point, with seeds ``first``, ``first +
+2^32``, ``first + 2 * 2^32``, ... (``seeds.py``: consecutive seeds share a
+session's random draws in 0.1.3); ``first`` is 1 unless ``--seed`` says
+otherwise; the program's own ``run { seed … }`` is not used.
 """
 import copy
 import os
@@ -23,6 +24,7 @@ from ..errors import RunError, SerqError, UsageError
 from ..interrupt import Interrupted, WorkStopped as Stopped
 from .backends import Result, Runner, Task
 from .grid import Axis, check_axes, points
+from .seeds import replication_seeds
 from .table import COLUMNS, Table, aggregate, write
 
 
@@ -47,7 +49,7 @@ class Sweep:
     max_runs: Optional[int] = DEFAULT_MAX_RUNS
 
     def seed_list(self) -> List[int]:
-        return list(range(self.first_seed, self.first_seed + self.seeds))
+        return replication_seeds(self.first_seed, self.seeds)
 
 
 def _describe(axes: Sequence[Axis], point: Tuple) -> str:
@@ -76,10 +78,7 @@ def compile_points(sweep: Sweep) -> List:
     from ..compiler import compile_program, is_ir, read_source
     from ..ir.json import loads
     check_axes(sweep.axes, COLUMNS)
-    if sweep.seeds < 1:
-        raise UsageError("--seeds is at least 1")
-    if sweep.first_seed + sweep.seeds - 1 >= 2 ** 64:
-        raise UsageError("the seeds run past 2^64 - 1: lower --seed")
+    replication_seeds(sweep.first_seed, sweep.seeds)  # (refused past 2^64 - 1)
     check_runs(sweep)
     text = read_source(sweep.file)
     settings = dict(horizon=sweep.horizon, warmup=sweep.warmup, arrivals=sweep.arrivals,

@@ -74,10 +74,13 @@ class Call:
 
 @dataclass
 class Draw:
-    """``~dist(args)``."""
+    """``~dist(args)``.  ``strings``: the string arguments of serq's
+    ``~empirical("FILE.csv"[, "COLUMN"])`` (text and place), which takes no
+    other."""
     dist: str
     args: List["Expr"]
     span: Span
+    strings: List[Tuple[str, Span]] = field(default_factory=list)
 
 
 @dataclass

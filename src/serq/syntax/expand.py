@@ -37,6 +37,11 @@ smallest prefix_total sum det uniform erlang h2 bernoulli
 """
 LANGUAGE_WORDS = frozenset((_GRAMMAR + _FUNCS).split())
 
+# serq's extension distributions (not serQ 0.1.3; docs/distributions.md).
+# Not words of the language: after `~` they name a law, elsewhere nothing,
+# so a 0.1.3 program that calls a definition `gamma` still compiles.
+EXT_DISTS = frozenset(("lognormal", "gamma", "pareto", "empirical"))
+
 RETIRED = {
     "admit": "`admit if … fit where x = e { … } keep (ℓ)` is now `hold … at admission (x = e) { … } "
              "cache (ℓ)` (the pool option `admit via` is unchanged)",
@@ -139,7 +144,7 @@ def subst_expr(e, env: Dict[str, ast.Expr]):
     if isinstance(e, ast.Call):
         return ast.Call(e.func, [subst_expr(a, env) for a in e.args], e.span)
     if isinstance(e, ast.Draw):
-        return ast.Draw(e.dist, [subst_expr(a, env) for a in e.args], e.span)
+        return ast.Draw(e.dist, [subst_expr(a, env) for a in e.args], e.span, e.strings)
     if isinstance(e, ast.Agg):
         inner = {k: v for k, v in env.items() if k != e.var}
         return ast.Agg(e.kind, e.var, subst_expr(e.count, env), subst_expr(e.body, inner), e.span)

@@ -1,12 +1,13 @@
 """Expressions (feature map section 2): precedence climbing from ``?:``
 down to primaries, references ``kv[j]``, ``D[j].kv``, ``Q.x`` and draws;
 an expression ``def`` is expanded where it is used."""
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from ..depth import MAX_LET_CHAIN
 from . import ast
-from .expand import RETIRED, STATE_FUNCS
-from .lexer import IDENT, NUMBER, PUNCT
+from ..errors import Span
+from .expand import EXT_DISTS, RETIRED, STATE_FUNCS
+from .lexer import IDENT, NUMBER, PUNCT, STRING
 
 CMP = ("<", "<=", ">", ">=", "==", "!=")
 _PREC = {"||": 1, "&&": 2, "+": 4, "-": 4, "*": 5, "/": 5}
@@ -156,6 +157,27 @@ class ExpressionsMixin:
         self.expect(")")
         return args
 
+    def parse_strings(self, name) -> List[Tuple[str, Span]]:
+        """``("FILE.csv")`` or ``("FILE.csv", "COLUMN")``: serq's
+        ``~empirical`` arguments."""
+        self.expect("(")
+        out: List[Tuple[str, Span]] = []
+        while True:
+            t = self.peek()
+            if t.kind != STRING:
+                what = "a file name" if not out else "a column name"
+                raise self.error("`~empirical` reads %s string here, found %s"
+                                 % (what, t.describe()), t,
+                                 help='write `~empirical("lengths.csv")`, or '
+                                      '`~empirical("lengths.csv", "COLUMN")` for one column '
+                                      "of a file with a header")
+            self.next()
+            out.append((t.text, t.span()))
+            if len(out) == 2 or not self.accept(","):
+                break
+        self.expect(")")
+        return out
+
     def parse_call_args(self) -> List[ast.Expr]:
         """A function's arguments; ``arg_tok`` is the first token of the
         argument being read (a member's pool may stand there alone)."""
@@ -187,6 +209,11 @@ class ExpressionsMixin:
         if t.kind == PUNCT and t.text == "~":
             self.next()
             d = self.expect_ident("a distribution name")
+            if d.text in EXT_DISTS:
+                if not self.checking_def:  # (a definition counts where it is used)
+                    self.prog.extensions.append(("the distribution `~%s`" % d.text, d.span()))
+                if d.text == "empirical":
+                    return ast.Draw(d.text, [], d.span(), self.parse_strings(d))
             return ast.Draw(d.text, self.parse_args(), d.span())  # the reference points at the name
         if t.kind == IDENT:
             w = t.text

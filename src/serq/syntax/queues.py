@@ -742,7 +742,7 @@ class _Lower:
         if isinstance(e, ast.Call):
             return ast.Call(e.func, [self.expr(a, bound) for a in e.args], e.span)
         if isinstance(e, ast.Draw):
-            return ast.Draw(e.dist, [self.expr(a, bound) for a in e.args], e.span)
+            return ast.Draw(e.dist, [self.expr(a, bound) for a in e.args], e.span, e.strings)
         if isinstance(e, ast.Agg):
             return ast.Agg(e.kind, e.var, self.expr(e.count, bound), self.expr(e.body, bound | {e.var}), e.span)
         return e
