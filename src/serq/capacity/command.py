@@ -97,7 +97,7 @@ class Progress(object):
             self.runs += 1
         if self.live is None or self.plan is None:
             return
-        from ..report.text import num
+        from ..report.text_ref import num
         from .search import bracket
         if event in ("probe", "run", "look"):
             pr = data

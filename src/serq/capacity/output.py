@@ -84,7 +84,7 @@ def result_json(r) -> str:
 
 
 def _cell(st) -> str:
-    from ..report.text import num
+    from ..report.text_ref import num
     if st is None or st.mean is None:
         return "-"
     mark = {PASS: "pass", FAIL: "fail"}.get(st.verdict, "?")
@@ -94,7 +94,7 @@ def _cell(st) -> str:
 
 
 def result_text(r) -> str:
-    from ..report.text import num, table
+    from ..report.text_ref import num, table
     p = r.plan
     lines = ["%s: %s" % (p.name, r.describe())]
     if r.status != "resolved":

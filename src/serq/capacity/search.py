@@ -15,8 +15,9 @@ decimal texts and rounded once, so that a probe reads ``12.5``, not
 A probe.  At a value, the program runs at seeds ``S, S + 2^32, S + 2 *
 2^32, ...`` (the same list at every value: common random numbers, so that
 two values differ by their parameter, not by their draws; seeds 2^32
-apart, since a session's streams are seeded with seed + serial: seeds one
-apart would share all but one session's draws).  Each run gives each SLO
+apart, as the sweep's replications (sweep/seeds.py): a session's streams
+are seeded with seed + serial, so seeds one apart would share all but one
+session's draws).  Each run gives each SLO
 statistic one number (spec.py: the p99 of that run's samples, ...).  The
 runs come in *looks*: ``--seeds`` runs (default 4), then doubling up to
 ``--max-seeds`` (default 32).  After each look every SLO gets a Student-t
@@ -57,11 +58,12 @@ from fractions import Fraction
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import RunError, UsageError
+from ..sweep.seeds import STRIDE, replication_seeds
 
 PASS, FAIL, UNDECIDED = "pass", "fail", "undecided"
 #: Seeds of one probe are this far apart (a session's streams are seeded
-#: with seed + serial).
-SEED_STEP = 2 ** 32
+#: with seed + serial): the sweep's replications' stride (sweep/seeds.py).
+SEED_STEP = STRIDE
 #: ``--over``'s default number of grid steps.
 DEFAULT_STEPS = 64
 
@@ -181,9 +183,7 @@ class Plan(object):
         if budget < first_seeds:
             raise UsageError("--budget-runs %d: not even one probe's first %d runs"
                              % (budget, first_seeds))
-        if first_seed + (max_seeds - 1) * SEED_STEP >= 2 ** 64:
-            raise UsageError("the seeds (--seed S, then 2^32 apart) run past 2^64 - 1: lower "
-                             "--seed or --max-seeds")
+        self.seeds = replication_seeds(first_seed, max_seeds)  # (refused past 2^64 - 1)
         self.name = name
         self.goal = goal
         self.integer = goal == "minimize"
@@ -220,7 +220,7 @@ class Plan(object):
         return int(v) if self.integer else float(v)
 
     def seed(self, j: int) -> int:
-        return self.first_seed + j * SEED_STEP
+        return self.seeds[j]
 
     def pos(self, k: int) -> int:
         """The index in the search's own order, where SLOs hold at low
@@ -250,7 +250,7 @@ class Result(object):
 
     def describe(self) -> str:
         """The answer in words, with the confidence."""
-        from ..report.text import num
+        from ..report.text_ref import num
         p = self.plan
         conf = "%s%% confidence" % num(100 * p.confidence)
         if p.goal == "over":

@@ -67,7 +67,7 @@ class Spec(object):
         return "%s(%s)" % (self.stat, self.name)
 
     def full_label(self) -> str:
-        from ..report.text import num
+        from ..report.text_ref import num
         return "%s %s %s" % (self.label(), self.op, num(self.bound))
 
     def upper(self) -> bool:
