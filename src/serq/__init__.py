@@ -48,12 +48,13 @@ _LAZY = {"compile": "api", "run": "api", "read_trace": "api", "Program": "api",
          "Report": "api", "Observe": "api", "Gauge": "api", "Rng": "api",
          "Interrupted": "interrupt",
          "ProgramBuilder": "builder", "edit": "builder",
-         # the package serq.sweep, callable (sweep/__init__.py): the name
-         # must be the package's, which importing serq.sweep.* binds
-         "sweep": "sweep"}
+         # the packages serq.sweep and serq.capacity, callable (their
+         # __init__.py): the name must be the package's, which importing
+         # serq.sweep.* (serq.capacity.*) binds
+         "sweep": "sweep", "capacity": "capacity"}
 
 __all__ = ["compile", "run", "sweep", "read_trace", "Program", "Report", "Observe", "Gauge", "Rng",
-           "ProgramBuilder", "edit", "Interrupted",
+           "ProgramBuilder", "edit", "Interrupted", "capacity",
            "IR_VERSION", "REPORT_VERSION", "SERQ_VERSION", "core"]
 
 

@@ -70,15 +70,19 @@ def compile_program(path: Optional[str] = None, *, source: Optional[str] = None,
                     defs: Optional[Dict[str, str]] = None, seed: Optional[int] = None,
                     horizon: Optional[float] = None, warmup: Optional[float] = None,
                     arrivals: Optional[int] = None, trace: Optional[str] = None,
-                    strict: bool = False, warnings_as_errors: bool = False) -> ir.Program:
+                    strict: bool = False, warnings_as_errors: bool = False,
+                    text: Optional[str] = None) -> ir.Program:
     """Compile a program; its warnings are ``Program.warnings`` (each a
     ``SerqWarning``, found once however often a definition is expanded).
     With ``warnings_as_errors`` (``-W error``) the first warning is raised
-    as an error instead."""
+    as an error instead.  ``text`` (with ``path``) is the file's text as
+    already read, perhaps edited (``serq capacity`` writes a `let` that sizes
+    a family there); the program is still the file's: `use` and `trace`
+    paths are relative to ``path``, errors point into ``text``."""
     with deep_recursion():  # (depth.py: a long operator chain)
         try:
             return _compile(path, source, sets, defs, seed, horizon, warmup, arrivals, trace,
-                            strict, warnings_as_errors)
+                            strict, warnings_as_errors, text)
         except SerqError as e:
             _note_lone_crs(e, source if path is None else None, path)
             raise
@@ -104,11 +108,12 @@ def _note_lone_crs(e: SerqError, source: Optional[str], path: Optional[str]) -> 
 
 
 def _compile(path, source, sets, defs, seed, horizon, warmup, arrivals, trace, strict,
-             warnings_as_errors) -> ir.Program:
+             warnings_as_errors, text=None) -> ir.Program:
     if (path is None) == (source is None):
         raise UsageError("compile takes exactly one of a path and a source")
     if path is not None:
-        text = read_source(path)
+        if text is None:
+            text = read_source(path)
         file = path
     else:
         if not isinstance(source, str):

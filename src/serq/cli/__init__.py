@@ -10,6 +10,9 @@
     serq ir    --from-json IR.json [--strict]
     serq sweep FILE --set NAME=A:B:N|A,B,C|V ... [--seeds N] [--jobs N]
                [--backend ray --address ADDR] [-o TABLE.csv|.parquet]
+    serq capacity FILE (--over | --minimize) NAME=LO:HI --slo 'p99(NAME) <= B'...
+               [--confidence C] [--resolution R] [--budget-runs N] [--jobs N |
+               --backend ray] [--json] [-o PROBES.csv]
     serq plot  TABLE.csv [--x NAME] [--metric PATTERN]... -o OUT.png|OUT.html
     serq plot  --run FILE [--seed N] [--set …] -o OUT.png|OUT.html
     serq draw  FILE [--format svg|tikz|dot] [--output FILE] [--set …]... [--def …]...
@@ -135,6 +138,12 @@ _COMMANDS = [
                "with --seeds seeds each, and write one row per point and metric: the swept "
                "constants, metric, mean, ci_low, ci_high (95% Student-t over the seeds), "
                "n_seeds."}, _c.sweep_arguments, _c.sweep_command),
+    ("capacity", {"help": "find the largest load (--over) or the fewest replicas (--minimize) "
+                  "meeting every SLO, as an interval at a stated confidence",
+                  "description": "Probe FILE at values of a `let` constant, adding seeds at each "
+                  "until every SLO statistic's interval clears its bound, and narrow a bracket "
+                  "around the answer (docs/capacity.md)."},
+     _lazy("capacity.command", "add_arguments"), _lazy("capacity.command", "command")),
     ("plot", {"help": "draw a sweep's curves, or one run's distributions, series and "
               "iterations, as PNG or a self-contained HTML report"},
      _plot_arguments, _lazy("plot.cli", "command")),

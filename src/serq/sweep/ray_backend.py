@@ -1,10 +1,12 @@
-"""``serq sweep --backend ray [--address ADDR]``: the tasks on a Ray cluster.
+"""``--backend ray [--address ADDR]``: the runs on a Ray cluster.
 
-Each (point, seed) is one Ray task running :func:`serq.sweep.run.run_task`;
-the workers import ``serq`` (install the same serq on every node) and read
-a program's trace from the absolute path the driver gives it (the file must
-be there on every node).  Without ``--address`` Ray starts a local cluster
-for the sweep (``ray.init()``).  Needs the ``ray`` extra.
+Each task is one Ray task running the function it is given (for a sweep,
+:func:`serq.sweep.run.run_task`); the workers import ``serq`` (install the
+same serq on every node) and read a program's trace from the absolute path
+the driver gives it (the file must be there on every node).  Without
+``--address`` Ray starts a local cluster (``ray.init()``), kept from one
+batch of tasks to the next and shut down at the end.  Needs the ``ray``
+extra.
 """
 import logging
 from typing import Callable, List, Optional, Sequence
@@ -20,24 +22,28 @@ def _ray():
     return ray
 
 
-def run_ray(tasks: Sequence, address: Optional[str], advance: Callable[[object], None],
-            run_task: Callable, stop=None) -> List:
-    """Each task is ``run_task(task)`` on the cluster (sweep/run.py passes
-    its own, so this module need not import it); ``advance(result)`` is
-    called as each finishes.  A signal (``stop``, an ``interrupt.Stop``)
-    cancels the tasks not finished and raises ``interrupt.WorkStopped``
-    with the finished results."""
-    ray = _ray()
-    try:
-        kw = {} if address else {"include_dashboard": False}
-        ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, **kw)
-    except (ConnectionError, ValueError, RuntimeError) as e:
-        raise UsageError("cannot connect to the Ray cluster at %s: %s"
-                         % (address or "(a new local cluster)", str(e).splitlines()[0]
-                            if str(e) else type(e).__name__)) from None
-    try:
-        remote = ray.remote(num_cpus=1, max_retries=0)(run_task)
-        pending = [remote.remote(t) for t in tasks]
+class RayRunner(object):
+    """A connection to a cluster running ``fn`` (backends.py passes it, so
+    that this module need not import what it runs)."""
+
+    def __init__(self, address: Optional[str], fn: Callable):
+        ray = _ray()
+        try:
+            kw = {} if address else {"include_dashboard": False}
+            ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False, **kw)
+        except (ConnectionError, ValueError, RuntimeError) as e:
+            raise UsageError("cannot connect to the Ray cluster at %s: %s"
+                             % (address or "(a new local cluster)", str(e).splitlines()[0]
+                                if str(e) else type(e).__name__)) from None
+        self.ray = ray
+        self.remote = ray.remote(num_cpus=1, max_retries=0)(fn)
+
+    def run(self, tasks: Sequence, advance: Callable[[object], None], stop=None) -> List:
+        """``advance(result)`` is called as each task finishes.  A signal
+        (``stop``, an ``interrupt.Stop``) cancels the tasks not finished and
+        raises ``interrupt.WorkStopped`` with the finished results."""
+        ray = self.ray
+        pending = [self.remote.remote(t) for t in tasks]
         out: List = []
         try:
             while pending:
@@ -58,5 +64,16 @@ def run_ray(tasks: Sequence, address: Optional[str], advance: Callable[[object],
             from ..interrupt import WorkStopped
             raise WorkStopped(out, "interrupted")
         return out
+
+    def close(self) -> None:
+        self.ray.shutdown()
+
+
+def run_ray(tasks: Sequence, address: Optional[str], advance: Callable[[object], None],
+            run_task: Callable, stop=None) -> List:
+    """The tasks on a cluster connected for them alone."""
+    runner = RayRunner(address, run_task)
+    try:
+        return runner.run(tasks, advance, stop)
     finally:
-        ray.shutdown()
+        runner.close()

@@ -3,7 +3,7 @@
 Every point of the grid (``grid.py``) is compiled once, here, so that a bad
 value is refused with its error before anything runs; then each (point,
 seed) is one task: the point's IR with the seed set, simulated and reduced
-to its scalars (``metrics.py``).  Tasks run in this process (``jobs=1``), in
+to its scalars (``metrics.py``).  Tasks run (``backends.py``) in this process (``jobs=1``), in
 a pool of processes (``concurrent.futures``), or on a Ray cluster
 (``ray_backend.py``); the table (``table.py``) is built from the results in
 grid and seed order, so it is the same bytes whatever ran them.
@@ -17,12 +17,12 @@ import copy
 import os
 import signal
 import sys
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import RunError, SerqError, UsageError
 from ..interrupt import Interrupted, WorkStopped as Stopped
+from .backends import Result, Runner, Task
 from .grid import Axis, check_axes, points
 from .seeds import replication_seeds
 from .table import COLUMNS, Table, aggregate, write
@@ -135,11 +135,6 @@ def compile_points(sweep: Sweep) -> List:
 
 # ------------------------------------------------------------------ tasks
 
-Task = Tuple[int, int, object]  # (point index, seed, IR program)
-# (point index, seed, metrics list, or error text, or None: the run was stopped)
-Result = Tuple[int, int, object]
-
-
 def run_task(task: Task, on_start: Optional[Callable] = None) -> Result:
     """Simulate one point at one seed (in whichever process runs it).  A
     run stopped early (Ctrl-C, SIGTERM: ``on_start`` attaches it to the
@@ -157,135 +152,6 @@ def run_task(task: Task, on_start: Optional[Callable] = None) -> Result:
         return i, seed, run_metrics(sim, build_report(sim, extras=False))
     except SerqError as e:
         return i, seed, e.render()
-
-
-def _ignore_sigint() -> None:
-    import signal
-    import sys
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from ..depth import DEEP_LIMIT, lifts_limit
-    if lifts_limit():
-        # a task's program is unpickled here, as deep as its expressions (depth.py)
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), DEEP_LIMIT))
-
-
-def run_here(tasks: Sequence[Task], stop, done: Callable[[Result], None]) -> List[Result]:
-    """The tasks one after the other in this process; a signal stops the
-    run it lands in (that run is dropped) and launches no other."""
-    out: List[Result] = []
-    try:
-        for t in tasks:
-            if stop.signum is not None:
-                break
-            try:
-                r = run_task(t, stop.attach)
-            finally:
-                stop.detach()
-            if r[2] is None:  # stopped by the signal: dropped
-                break
-            out.append(r)
-            done(r)
-    except KeyboardInterrupt:  # a second signal
-        pass
-    if len(out) < len(tasks):
-        raise Stopped(out, "interrupted")
-    return out
-
-
-def _workers(ex) -> List:
-    return list((getattr(ex, "_processes", None) or {}).values())
-
-
-def _stop_workers(ex, workers: List) -> None:
-    """End the pool now, its running tasks dropped: SIGTERM, then SIGKILL
-    to a worker still there after 5 s; every worker is waited for."""
-    import time
-    ex.shutdown(wait=False, cancel_futures=True)
-    for w in workers:
-        try:
-            w.terminate()
-        except (OSError, ValueError, AttributeError):
-            pass
-    deadline = time.monotonic() + 5.0
-    for w in workers:
-        try:
-            w.join(max(0.0, deadline - time.monotonic()))
-            if w.is_alive():
-                w.kill()
-                w.join(5.0)
-        except (OSError, ValueError, AttributeError, AssertionError):
-            pass
-
-
-def _stop_helpers() -> None:
-    """The fork server and the resource tracker end with this process
-    anyway (their pipes close); stopped and waited for now, so that nothing
-    of the sweep outlives it, not even as a zombie for init to reap."""
-    from multiprocessing import forkserver, resource_tracker
-    for helper in (getattr(forkserver, "_forkserver", None),
-                   getattr(resource_tracker, "_resource_tracker", None)):
-        stop = getattr(helper, "_stop", None)
-        if stop is not None:
-            try:
-                stop()
-            except Exception:  # a private API: at worst it ends with this process
-                pass
-
-
-def run_pool(tasks: Sequence[Task], jobs: int, stop, done: Callable[[Result], None]) -> List[Result]:
-    """The tasks in ``jobs`` worker processes, at most ``2 * jobs`` handed
-    out at once.  A signal stops the launching and ends the workers (their
-    runs dropped); the finished results are kept."""
-    import multiprocessing
-    from concurrent.futures.process import BrokenProcessPool
-    # Not fork: the progress bar's thread is running (forking a process with
-    # threads can deadlock the child); a fork server starts clean.
-    methods = multiprocessing.get_all_start_methods()
-    method = "forkserver" if "forkserver" in methods else "spawn"
-    ctx = multiprocessing.get_context(method)
-    ex = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx,
-                             initializer=_ignore_sigint)
-    out: List[Result] = []
-    reason = None
-    queue = list(reversed(tasks))
-    pending: set = set()
-    try:
-        while queue or pending:
-            while queue and len(pending) < 2 * jobs and stop.signum is None:
-                pending.add(ex.submit(run_task, queue.pop()))
-            if stop.signum is not None:
-                reason = "interrupted"
-                break
-            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
-            for f in finished:
-                r = f.result()
-                out.append(r)
-                done(r)
-    except KeyboardInterrupt:  # a second signal
-        reason = "interrupted"
-    except BrokenProcessPool:
-        # A worker died: killed by the same signal as this process (its
-        # handler may not have run yet), or by something else (the OOM killer).
-        import time
-        time.sleep(0.2)
-        reason = "interrupted" if stop.signum is not None else \
-            "a worker process died (killed by a signal, or out of memory)"
-    except BaseException:
-        _stop_workers(ex, _workers(ex))
-        raise
-    finally:
-        if reason is not None:
-            # Results that came in while stopping are kept too.
-            for f in pending:
-                if f.done() and not f.cancelled() and f.exception() is None:
-                    out.append(f.result())
-                    done(f.result())
-            _stop_workers(ex, _workers(ex))
-            _stop_helpers()
-    if reason is not None:
-        raise Stopped(out, reason)
-    ex.shutdown()
-    return out
 
 
 class Progress(object):
@@ -405,19 +271,8 @@ def _run_sweep(sweep, jobs, backend, address, show_progress, output, stop, note)
     stopped = None
     stop.defer = True  # from here a signal stops the runs, not the bookkeeping
     try:
-        if not todo:
-            pass
-        elif backend == "ray":
-            from .ray_backend import run_ray
-            run_ray(todo, address, advance, run_task, stop)
-        elif backend == "local":
-            jobs = jobs or os.cpu_count() or 1
-            if jobs == 1 or len(todo) == 1:
-                run_here(todo, stop, advance)
-            else:
-                run_pool(todo, jobs, stop, advance)
-        else:
-            raise UsageError("unknown backend `%s`: local or ray" % backend)
+        with Runner(run_task, jobs, backend, address) as runner:
+            runner.run(todo, stop, advance)
     except Stopped as e:
         stopped = e
     finally:
