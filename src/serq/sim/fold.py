@@ -25,14 +25,27 @@ any other code can read it.  Tokens and positions are then whole numbers
 (checked when a stretch starts), so ``r - k`` is what ``k`` subtractions
 of 1.0 give.
 
-A stretch starts only after an iteration that the general path planned as
-decodes only (``Step.start_decodes``) and goes on while: that iteration's
-end is the only event due until then, within the horizon and the event
-limit; no resident ends its decode in it; the budget covers a token for
-every resident; no admission is waiting; every growth fits without
-preemption.  Where a condition fails, the general path takes over at that
-point, and the reports are the same bytes (tests/test_fold.py, the
-conformance suite, the iteration trace, which turns folding off).
+A stretch starts at the end of an iteration that decoded every resident
+(``Step.decode_launch``) and goes on while, at each of its iteration ends:
+no other event is due at the same instant, within the horizon and the event
+limit; no session is ready, no pool has work for the pass and no other step
+stage would plan; no resident ends its decode in the next iteration; the
+budget covers a token for every resident; no admission is waiting; every
+growth fits without preemption.  Where a condition fails, the general path
+takes over at that point, and the reports are the same bytes
+(tests/test_fold.py, the conformance suite, the iteration trace, which
+turns folding off).
+
+Replicas fold side by side: each step stage has a stretch of its own
+(``sim.folds``, by stage index; two stretches never share a pool), and a
+stretch outlives the events between its iterations (arrivals, another
+stage's general iteration).  Its residents' tokens left, positions and last
+tokens are then stale, so whatever reads or changes them first writes the
+stretch back and ends it (``sync``): a ``work``/``budget_left`` query of the
+stage, a resident joining or leaving it (``Step.submit_step``,
+``Step.withdraw``), a preemption in its pool (``sync_pool``), the general
+loop about to take one of its iteration ends (``sync_top``) and the run's
+end (``stop_all``).
 """
 import heapq
 import time
