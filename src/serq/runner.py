@@ -12,13 +12,17 @@ from .sim.postmortem import attach
 from .tracefile import read_trace
 
 
+#: ``max_memory``: the share of it at which a run stops (``simulate``).
+MEMORY_HEADROOM = 0.75
+
 #: The collector's first threshold during a run (``simulate``).
 RUN_GC_THRESHOLD = 10000
 
 
 def simulate(program: ir.Program, progress=None, check_invariants=False,
              trace_iterations=None, no_samples=False, max_events=None,
-             max_wall=None, on_start=None, track_requests=False) -> Simulator:
+             max_wall=None, on_start=None, track_requests=False,
+             max_memory=None) -> Simulator:
     """Run ``program``; ``trace_iterations(line)`` receives one line per step
     iteration (see ``iteration_line``); ``no_samples`` keeps observations as
     running statistics only (``serq run --no-samples``); ``on_start(sim)``
@@ -30,6 +34,11 @@ def simulate(program: ir.Program, progress=None, check_invariants=False,
         sim = Simulator(program, trace, check_invariants, no_samples)
     if track_requests:
         sim.track_requests()
+    if max_memory is not None:
+        # (stopped well below the hard bound: building the report sorts
+        # every observation's samples, and the compiled core aborts where
+        # an allocation fails)
+        sim.memory_bound = int(max_memory * MEMORY_HEADROOM)
     if trace_iterations is not None:
         sim.trace_iterations = lambda st, plan, assigned, cost: trace_iterations(
             iteration_line(sim, st, plan, assigned, cost))

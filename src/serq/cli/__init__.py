@@ -161,6 +161,11 @@ _COMMANDS = [
 ]
 
 
+#: ``_main`` ran out of memory (the process then ends at once: ``main``).
+_OUT_OF_MEMORY = [False]
+_HELD: list = []  # the MemoryError, its run's state held (``_main``)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = _parser(argv)
     try:
@@ -185,10 +190,13 @@ def main(argv: Optional[List[str]] = None) -> int:
             if isinstance(sys.stdout, Guarded):
                 sys.stdout = real
             STOP[0] = None
-    if argv is None and args.command == "run" and getattr(args, "max_wall", None) is not None:
+    if argv is None and args.command == "run" and (
+            getattr(args, "max_wall", None) is not None or _OUT_OF_MEMORY[0]):
         # The command line's `serq run --max-wall`: the wall time asked for is
         # the command's, and freeing a million sessions at exit takes seconds
-        # of it.  Everything is written; the process ends without the freeing.
+        # of it; after running out of memory, the freeing (and the
+        # interpreter's last collection) may not finish at all.  Everything
+        # is written; the process ends without the freeing.
         try:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -222,18 +230,20 @@ def _main(args, stop) -> int:
                          "deepest expression with `let`, `set` or `def`\n")
         return 1
     except MemoryError as e:
-        # The run's state is held by the traceback's frames: let it go (and
-        # the reserve _bound_memory kept) so that the message can be written.
-        e.__traceback__ = None
+        # The reserve _bound_memory kept makes room for the message.  The
+        # run's state stays held by the traceback: freeing it now would
+        # finalise a million sessions' generators with no memory to do it
+        # (each said on stderr as "Exception ignored"); the command line's
+        # process ends at once instead (main).
+        _HELD[:] = [e]
         del e
         from .run import RESERVE
         RESERVE[:] = []
-        import gc
-        gc.collect()
         bound = getattr(args, "max_memory", None)
         sys.stderr.write("serq: error: out of memory%s\n" % (
             " (--max-memory %s: the run needs more; raise it, shorten the horizon, or try "
             "--no-samples)" % _size_text(bound) if bound else ""))
+        _OUT_OF_MEMORY[0] = True
         return 1
     except KeyboardInterrupt:
         signum = stop.signum

@@ -7,11 +7,35 @@ event, moves the clock to its time, runs it and settles (settle.py); gauges
 are read just before the clock moves to a later instant (timeavg.py).
 """
 import heapq
+import os
 import time
 
 from .exprs import fmt
 
 _heappush = heapq.heappush
+
+
+def address_space() -> int:
+    """This process's address space in bytes (what ``RLIMIT_AS`` bounds),
+    0 where /proc does not say."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            pages = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * _PAGE
+
+
+try:
+    _PAGE = os.sysconf("SC_PAGE_SIZE")
+except (AttributeError, ValueError, OSError):
+    _PAGE = 4096
+
+
+def check_memory(bound: int) -> None:
+    """A MemoryError once the address space passes ``bound`` (--max-memory)."""
+    if address_space() > bound:
+        raise MemoryError("the address space passed --max-memory")
 
 
 class Clock(object):
@@ -43,6 +67,12 @@ class Clock(object):
         # The monotonic time at which --max-wall stops the run (run_events):
         # read at every event, so that a run of slow events stops in time.
         self.deadline = None
+        # --max-memory: the address space (bytes) past which the run stops
+        # with a MemoryError of its own, read every 1024 events (and
+        # sessions started), below the hard bound the command line sets:
+        # meeting that one, an allocation inside the compiled core aborts
+        # the process instead of raising.
+        self.memory_bound = None
 
     def schedule(self, t, fn, arg):
         self.seq += 1
@@ -58,7 +88,7 @@ class Clock(object):
         heappop = heapq.heappop
         settle = self.settle
         gauges = self.gauges
-        checks = progress is not None or max_wall is not None
+        checks = progress is not None or max_wall is not None or self.memory_bound is not None
         shows = progress is not None  # (a progress display every 4096 events)
         deadline = None if max_wall is None else time.monotonic() + max_wall
         self.deadline = deadline
@@ -102,6 +132,8 @@ class Clock(object):
                 if checks:
                     if shows and not self.events & 4095:
                         progress(t, horizon)
+                    if self.memory_bound is not None and not self.events & 1023:
+                        check_memory(self.memory_bound)
                     if deadline is not None and monotonic() > deadline:
                         self.partial = "--max-wall %s" % fmt(max_wall)
                         break

@@ -213,7 +213,8 @@ class HoldOps(object):
                 run.reserve[i] = 0.0
                 # The hold completes: the stuck memory goes, as for a release
                 # (0.1.3), though its units stay as the lease.
-                s.preempt_memory.pop(p.index, None)
+                if s.preempt_memory:
+                    s.preempt_memory.pop(p.index, None)
                 sim.start_lease(s, run, i, lease[1](s))
                 continue
             self.release_one(s, run, i)
@@ -231,7 +232,8 @@ class HoldOps(object):
         p.remove_holder(s)
         if not preempted:
             # A hold on the pool completes or is released: the stuck memory goes.
-            s.preempt_memory.pop(p.index, None)
+            if s.preempt_memory:
+                s.preempt_memory.pop(p.index, None)
         if run.op[4] is not None:
             l = run.op[4](s)
             # `load` (or a growing run) on any pool of the hold makes every

@@ -395,6 +395,8 @@ class PoolSim(TimeAverages):
         pos = vrun.pos[i]
         vs.a[self.prog.slots[8]] = pos
         mem = vs.preempt_memory  # the leg's own (or the session's)
+        if mem is None:
+            mem = vs.preempt_memory = {}
         last = mem.get(p.index)
         # Stuck: preempted again at a position not beyond the last preemption
         # on this pool (that memory goes when a hold on it completes); each
@@ -504,6 +506,8 @@ class PoolSim(TimeAverages):
 
     def start_lease(self, s, run, i, t):
         lease = Lease(run.pools[i], run.alloc[i], run, s)
+        if not s.leases:
+            s.leases = []  # (an empty tuple until the first: session.py)
         s.leases.append(lease)
         if t != t:
             raise RunError("session %d, at t = %s: the lease time is %s, not a time"

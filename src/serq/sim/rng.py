@@ -670,16 +670,22 @@ class Rng(object):
         key = self._key
         tail = self._buf[self._i:]
         if key is None:
+            # Worked out again from the seed, not kept with the first block:
+            # most streams (a session's) never need a second one, and the
+            # key's eight words are a third of a live session's memory.
+            # A stream that refills keeps it.
             seed = self._seed
             if seed is None:
                 sub = self._sub
                 assert sub is not None
-                key = self._key = _IMPL.sub_key(sub[0], sub[1], sub[2], sub[3])
+                key = _IMPL.sub_key(sub[0], sub[1], sub[2], sub[3])
             else:
-                key = self._key = _IMPL.seed_key(seed)
+                key = _IMPL.seed_key(seed)
+        if self._counter == 0:
             words = _IMPL.first_block(key)
             self._counter = 1
         else:
+            self._key = key
             words = _IMPL.refill(key, self._counter)
             self._counter = _next_counter(self._counter)
         if tail:

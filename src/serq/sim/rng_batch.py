@@ -256,9 +256,9 @@ def _wide_batch(seed: int, first: int, k: int, b: int, c: int
 
 
 def _prepared(seed: int, key: Tuple[int, ...], words: Sequence[int]) -> Rng:
-    """A generator that has drawn nothing, its key and first block given."""
+    """A generator that has drawn nothing, its first block given (its key
+    is worked out again from the seed if it refills: Rng._next_words)."""
     self = Rng(seed)
-    self._key = key
     self._buf = words
     self._counter = 1
     return self
@@ -329,8 +329,7 @@ class Substreams(object):
             j = 0
         # _prepared(...), inlined
         r = Rng(self._seeds[j])
-        r._key = self._keys[j::k]
-        r._buf = self._words[j::k]
+        r._buf = self._words[j::k]  # (the key: Rng._next_words, if it refills)
         r._counter = 1
         return r
 

@@ -68,15 +68,19 @@ class Session(object):
         self.trace_next: Any = 0
         self.alive: Any = True
         self.holds: List[HoldRun] = []  # active HoldRuns, outermost first
-        self.leases: List[Any] = []
-        self.legs: List[Session] = []  # live fork legs (of a root session)
+        # Leases, live fork legs (of a root session) and the preemption
+        # memory: an empty tuple (None for the memory) until the first one,
+        # then a list (a dict): most sessions have none, and a live
+        # session's size is what a million of them cost.
+        self.leases: Any = ()
+        self.legs: Any = ()
         self.waiting_in: Any = None  # the pool whose queue the session waits in
         self.cancel: Any = None  # undoes the wait the session is blocked in
         self.waited: Any = 0.0
         # Latest admission sequence number (from 0); before any, u64::MAX as
         # 0.1.3 reads it, so a session that never held a pool orders last.
         self.admission: Any = NEVER_ADMITTED
-        self.preempt_memory: Dict[Any, Any] = {}  # pool index -> (position, counted stuck)
+        self.preempt_memory: Any = None  # pool index -> (position, counted stuck)
         self.ending: Any = False  # the session's end is releasing what it holds
         self.step_job: Any = None
         # (turn, time, the turn has decoded) of its last token
