@@ -11,6 +11,14 @@ grid and seed order, so it is the same bytes whatever ran them.
 Seeds: ``seeds`` runs of each point, with seeds ``first, first+1, ...,
 first+seeds-1`` (``first`` is 1 unless ``--seed`` says otherwise); the
 program's own ``run { seed … }`` is not used.
+
+SLOs (``--slo``): each run also judges its requests against them
+(report/slo.py) and gives their attainments and goodput as metrics
+(``metrics.slo_metrics``), after the others.
+
+``execute`` runs any list of programs over seeds with the same backends,
+progress bar and interrupt handling; ``serq compare`` and ``serq
+sensitivity`` (compare/) run their paired programs with it.
 """
 import copy
 import os
@@ -45,6 +53,9 @@ class Sweep:
     trace: Optional[str] = None
     #: the most runs (points x seeds) the sweep makes; None: no bound
     max_runs: Optional[int] = DEFAULT_MAX_RUNS
+    #: ``--slo`` texts (report/slo.py), judged in every run
+    slos: List[str] = field(default_factory=list)
+    slo_per: str = "request"
 
     def seed_list(self) -> List[int]:
         return list(range(self.first_seed, self.first_seed + self.seeds))
@@ -105,6 +116,8 @@ def compile_points(sweep: Sweep) -> List:
                     e.notes.append("at the point %s" % _describe(sweep.axes, point))
                 raise
             progs.append(prog)
+    if sweep.slos:
+        check_slos(sweep.slos, sweep.slo_per, progs)
     for prog in progs:
         # Workers may run elsewhere (Ray): the trace is read from an absolute path.
         if prog.trace is not None:
@@ -114,9 +127,30 @@ def compile_points(sweep: Sweep) -> List:
     return progs
 
 
+def check_slos(texts: Sequence[str], per: str, progs: Sequence) -> None:
+    """Refuse, before anything runs, an SLO that a program cannot judge (a
+    malformed one, an unknown observation) or one given twice."""
+    from ..report.slo import parse_slos
+    from .metrics import slo_label
+    for prog in progs:
+        labels: Dict[str, str] = {}
+        for slo in parse_slos(texts, prog, per):
+            label = slo_label(slo)
+            if label in labels:
+                raise UsageError("`--slo %s` and `--slo %s` are the same SLO: give it once"
+                                 % (labels[label], slo.text))
+            labels[label] = slo.text
+
+
+def slo_spec(sweep: Sweep) -> Optional[Tuple[Tuple[str, ...], str]]:
+    """What a task needs to judge the SLOs: their texts and the unit."""
+    return (tuple(sweep.slos), sweep.slo_per) if sweep.slos else None
+
+
 # ------------------------------------------------------------------ tasks
 
-Task = Tuple[int, int, object]  # (point index, seed, IR program)
+# (point index, seed, IR program[, SLO spec: (texts, "request"|"session")])
+Task = Tuple
 # (point index, seed, metrics list, or error text, or None: the run was stopped)
 Result = Tuple[int, int, object]
 
@@ -127,15 +161,24 @@ def run_task(task: Task, on_start: Optional[Callable] = None) -> Result:
     sweep's ``interrupt.Stop``) gives None: it is never tabulated."""
     from ..report.build import build_report
     from ..runner import simulate
-    from .metrics import run_metrics
-    i, seed, prog = task
+    from .metrics import run_metrics, slo_metrics
+    i, seed, prog = task[:3]
+    spec = task[3] if len(task) > 3 else None
     prog = copy.copy(prog)
     prog.seed = seed
     try:
-        sim = simulate(prog, on_start=on_start)
+        slos = None
+        if spec is not None:
+            from ..report.slo import parse_slos
+            slos = parse_slos(spec[0], prog, spec[1])
+        sim = simulate(prog, on_start=on_start, track_requests=slos is not None)
         if sim.partial is not None:
             return i, seed, None
-        return i, seed, run_metrics(sim, build_report(sim, extras=False))
+        metrics = run_metrics(sim, build_report(sim, extras=False))
+        if slos is not None:
+            from ..report.slo import evaluate
+            metrics += slo_metrics(evaluate(sim, slos, spec[1]))
+        return i, seed, metrics
     except SerqError as e:
         return i, seed, e.render()
 
@@ -272,13 +315,13 @@ def run_pool(tasks: Sequence[Task], jobs: int, stop, done: Callable[[Result], No
 class Progress(object):
     """A bar of finished runs on stderr (rich), or nothing."""
 
-    def __init__(self, total: int, show: bool):
+    def __init__(self, total: int, show: bool, label: str = "sweeping"):
         self.bar = None
         if show:
             from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar,
                                        TextColumn, TimeElapsedColumn, TimeRemainingColumn)
-            self.bar = Bar(TextColumn("sweeping"), BarColumn(), MofNCompleteColumn(),
+            self.bar = Bar(TextColumn(label), BarColumn(), MofNCompleteColumn(),
                            TimeElapsedColumn(), TimeRemainingColumn(),
                            console=Console(file=sys.stderr), transient=True)
             self.bar.start()
@@ -345,20 +388,103 @@ def run_sweep(sweep: Sweep, jobs: Optional[int] = None, backend: str = "local",
             stop.__exit__(None, None, None)
 
 
+def run_tasks(todo: Sequence[Task], jobs: Optional[int], backend: str, address: Optional[str],
+              stop, advance: Callable[[Result], None]) -> Optional[Stopped]:
+    """Run the tasks on the backend (``local``: this process for ``jobs``
+    1, else a pool of ``jobs`` processes, every core by default; ``ray``),
+    calling ``advance(result)`` as each finishes.  A signal, or a worker
+    that died, stops them: the ``WorkStopped`` saying why is returned (the
+    finished results were given to ``advance``), else None."""
+    defer = stop.defer
+    stop.defer = True  # from here a signal stops the runs, not the bookkeeping
+    try:
+        if not todo:
+            pass
+        elif backend == "ray":
+            from .ray_backend import run_ray
+            run_ray(todo, address, advance, run_task, stop)
+        elif backend == "local":
+            jobs = jobs or os.cpu_count() or 1
+            if jobs == 1 or len(todo) == 1:
+                run_here(todo, stop, advance)
+            else:
+                run_pool(todo, jobs, stop, advance)
+        else:
+            raise UsageError("unknown backend `%s`: local or ray" % backend)
+    except Stopped as e:
+        return e
+    finally:
+        stop.defer = defer
+    return None
+
+
+def execute(progs: Sequence, seeds: Sequence[int], jobs: Optional[int] = None,
+            backend: str = "local", address: Optional[str] = None,
+            show_progress: bool = False, stop=None, label: str = "running",
+            describe: Callable[[int], str] = lambda i: "program %d" % (i + 1),
+            slos: Optional[Tuple[Tuple[str, ...], str]] = None
+            ) -> Tuple[Dict[Tuple[int, int], List], Optional[str]]:
+    """Run every program (compiled IR, as ``compile_points`` gives) at
+    every seed, as the sweep runs its points: ``(results, stopped)`` with
+    ``results[(program index, seed)]`` the run's metrics and ``stopped``
+    None, or, when a signal stopped the runs, the finished ones and the
+    reason (``interrupted``; ``stop.signum`` says which signal).  A run that
+    fails is a ``RunError`` naming it (``describe(index)``) and its seed;
+    a worker that died is one too."""
+    from ..interrupt import Stop
+    own = stop is None
+    if own:
+        stop = Stop()
+        stop.__enter__()
+    try:
+        tasks = [(i, s, p) if slos is None else (i, s, p, slos)
+                 for i, p in enumerate(progs) for s in seeds]
+        results: Dict[Tuple[int, int], object] = {}
+        bar = Progress(len(tasks), show_progress, label)
+
+        def advance(r: Result) -> None:
+            results[(r[0], r[1])] = r[2]
+            bar.advance()
+        try:
+            stopped = run_tasks(tasks, jobs, backend, address, stop, advance)
+        finally:
+            bar.close()
+    finally:
+        if own:
+            stop.__exit__(None, None, None)
+    for (i, seed) in sorted(results):
+        value = results[(i, seed)]
+        if isinstance(value, str) and stopped is None:
+            raise RunError("the run of %s, seed %d, failed:\n%s" % (describe(i), seed, value))
+    if stopped is not None and stopped.reason != "interrupted":
+        raise RunError(stopped.reason)
+    done = {k: v for k, v in results.items() if isinstance(v, list)}
+    return done, None if stopped is None else stopped.reason
+
+
+def _slo_key(spec) -> str:
+    """The SLOs in a run's journal key ("" without SLOs: the keys stay those of a sweep
+    without them)."""
+    if spec is None:
+        return ""
+    return "slo per %s: %s" % (spec[1], " | ".join(spec[0]))
+
+
 def _run_sweep(sweep, jobs, backend, address, show_progress, output, stop, note) -> Table:
     from .journal import Journal, run_keys
-    defer = stop.defer
     progs = compile_points(sweep)
     seeds = sweep.seed_list()
     pts = points(sweep.axes)  # [()] without axes
-    tasks = [(i, s, p) for i, p in enumerate(progs) for s in seeds]
+    spec = slo_spec(sweep)
+    tasks = [(i, s, p) if spec is None else (i, s, p, spec)
+             for i, p in enumerate(progs) for s in seeds]
     to_file = output not in (None, "-")
-    keys = run_keys(progs, seeds) if to_file else {}
+    keys = run_keys(progs, seeds, _slo_key(spec)) if to_file else {}
     journal = Journal(output) if to_file else None
     by_key: Dict[Tuple[int, int], object] = {}
     if journal is not None:
         kept = journal.load()
-        for i, s, _p in tasks:
+        for i, s, *_rest in tasks:
             if keys[(i, s)] in kept:
                 by_key[(i, s)] = kept[keys[(i, s)]]
         if by_key:
@@ -383,29 +509,12 @@ def _run_sweep(sweep, jobs, backend, address, show_progress, output, stop, note)
         done(r)
         bar.advance()
 
-    stopped = None
-    stop.defer = True  # from here a signal stops the runs, not the bookkeeping
     try:
-        if not todo:
-            pass
-        elif backend == "ray":
-            from .ray_backend import run_ray
-            run_ray(todo, address, advance, run_task, stop)
-        elif backend == "local":
-            jobs = jobs or os.cpu_count() or 1
-            if jobs == 1 or len(todo) == 1:
-                run_here(todo, stop, advance)
-            else:
-                run_pool(todo, jobs, stop, advance)
-        else:
-            raise UsageError("unknown backend `%s`: local or ray" % backend)
-    except Stopped as e:
-        stopped = e
+        stopped = run_tasks(todo, jobs, backend, address, stop, advance)
     finally:
         bar.close()
         if journal is not None:
             journal.close()
-        stop.defer = defer
     for i, seed in sorted(by_key):
         value = by_key[(i, seed)]
         if isinstance(value, str):
