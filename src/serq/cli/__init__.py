@@ -10,6 +10,11 @@
     serq ir    --from-json IR.json [--strict]
     serq sweep FILE --set NAME=A:B:N|A,B,C|V ... [--seeds N] [--jobs N]
                [--backend ray --address ADDR] [-o TABLE.csv|.parquet]
+    serq compare A.sq B.sq | FILE --vs NAME=EXPR... [--set …] [--seeds N]
+               [--metric PATTERN]... [--confidence C] [--jobs N | --backend ray]
+               [--json] [-o TABLE.csv]
+    serq sensitivity FILE --vary NAME=-10%:+10%... [--metric PATTERN]... [--seeds N]
+               [-o tornado.png|.html|.csv]
     serq plot  TABLE.csv [--x NAME] [--metric PATTERN]... -o OUT.png|OUT.html
     serq plot  --run FILE [--seed N] [--set …] -o OUT.png|OUT.html
     serq draw  FILE [--format svg|tikz|dot] [--output FILE] [--set …]... [--def …]...
@@ -134,6 +139,22 @@ _COMMANDS = [
                "with --seeds seeds each, and write one row per point and metric: the swept "
                "constants, metric, mean, ci_low, ci_high (95% Student-t over the seeds), "
                "n_seeds."}, _c.sweep_arguments, _c.sweep_command),
+    ("compare", {"help": "compare two programs (or two settings of one) on common random "
+                 "numbers: each metric's difference with a paired confidence interval",
+                 "description": "Run A and B at the same seeds (seed s for both), and report "
+                 "for each metric A's and B's means, the difference B - A and B/A - 1 with "
+                 "Student-t intervals over the seeds' paired differences, and the interval "
+                 "two independent sets of runs would give."},
+     _lazy("compare.command", "compare_arguments"), _lazy("compare.command", "compare_command")),
+    ("sensitivity", {"help": "elasticity of each metric to each `let` constant from paired "
+                     "runs at its low and high values, with a tornado chart",
+                     "description": "Run FILE at its base values and at each --vary "
+                     "constant's low and high value, at the same seeds, and report each "
+                     "metric's change and its elasticity (relative change of the metric / "
+                     "relative change of the constant) with Student-t intervals over the "
+                     "seeds."},
+     _lazy("compare.command", "sensitivity_arguments"),
+     _lazy("compare.command", "sensitivity_command")),
     ("plot", {"help": "draw a sweep's curves, or one run's distributions, series and "
               "iterations, as PNG or a self-contained HTML report"},
      _plot_arguments, _lazy("plot.cli", "command")),

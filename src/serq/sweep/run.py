@@ -84,40 +84,57 @@ def check_runs(sweep: Sweep) -> None:
 
 def compile_points(sweep: Sweep) -> List:
     """One IR program per grid point (a located error names the point)."""
-    from ..compiler import compile_program, is_ir, read_source
-    from ..ir.json import loads
     check_axes(sweep.axes, COLUMNS)
     if sweep.seeds < 1:
         raise UsageError("--seeds is at least 1")
     if sweep.first_seed + sweep.seeds - 1 >= 2 ** 64:
         raise UsageError("the seeds run past 2^64 - 1: lower --seed")
     check_runs(sweep)
-    text = read_source(sweep.file)
-    settings = dict(horizon=sweep.horizon, warmup=sweep.warmup, arrivals=sweep.arrivals,
-                    trace=sweep.trace)
+    pts = points(sweep.axes)
+    several = any(len(ax.values) > 1 for ax in sweep.axes)
+    progs = compile_variants(
+        sweep.file, [{ax.name: v for ax, v in zip(sweep.axes, point)} for point in pts],
+        sweep.defs, sweep.first_seed, sweep.horizon, sweep.warmup, sweep.arrivals, sweep.trace,
+        where=(lambda k: "at the point %s" % _describe(sweep.axes, pts[k])) if several
+        else None, verb="sweep")
+    if sweep.slos:
+        check_slos(sweep.slos, sweep.slo_per, progs)
+    return progs
+
+
+def compile_variants(file: str, variants: Sequence[Dict[str, object]],
+                     defs: Optional[Dict[str, str]] = None, first_seed: int = 1,
+                     horizon: Optional[float] = None, warmup: Optional[float] = None,
+                     arrivals: Optional[int] = None, trace: Optional[str] = None,
+                     where: Optional[Callable[[int], str]] = None, verb: str = "run") -> List:
+    """The IR of ``file`` under each set of ``let`` overrides in
+    ``variants`` (NAME -> a number or an expression's text), with the
+    ``def`` overrides and run settings: what the runs of ``execute`` take.
+    A located error gets the note ``where(k)`` for the ``k``-th variant.
+    IR input takes no override (one variant, ``{}``)."""
+    from ..compiler import compile_program, is_ir, read_source
+    from ..ir.json import loads
+    text = read_source(file)
+    settings = dict(horizon=horizon, warmup=warmup, arrivals=arrivals, trace=trace)
     progs = []
-    if is_ir(sweep.file, text):
-        if sweep.axes or sweep.defs:
+    if is_ir(file, text):
+        if any(variants) or defs:
             raise UsageError("a `let` or `def` override applies to program text, not to IR: "
-                             "sweep the program file")
-        prog = loads(text, file=sweep.file)
+                             "%s the program file" % verb)
+        prog = loads(text, file=file)
         for key, v in settings.items():
             if v is not None:
                 setattr(prog, key, v)
         progs.append(prog)
     else:
-        for point in points(sweep.axes):
-            sets = {ax.name: v for ax, v in zip(sweep.axes, point)}
+        for k, sets in enumerate(variants):
             try:
-                prog = compile_program(sweep.file, sets=sets, defs=sweep.defs,
-                                       seed=sweep.first_seed, **settings)
+                prog = compile_program(file, sets=sets, defs=defs, seed=first_seed, **settings)
             except SerqError as e:
-                if len(sweep.axes) and any(len(ax.values) > 1 for ax in sweep.axes):
-                    e.notes.append("at the point %s" % _describe(sweep.axes, point))
+                if where is not None:
+                    e.notes.append(where(k))
                 raise
             progs.append(prog)
-    if sweep.slos:
-        check_slos(sweep.slos, sweep.slo_per, progs)
     for prog in progs:
         # Workers may run elsewhere (Ray): the trace is read from an absolute path.
         if prog.trace is not None:
