@@ -58,7 +58,8 @@ def tornado_figure(effects: Sequence[Effect], varies: Sequence[Vary], level: flo
         ax.set_title("%s (base %s)" % (group[0].metric, num(group[0].base)), fontsize=10)
         ax.set_xlabel("change from the base (%)", fontsize=9)
         ax.grid(axis="x", alpha=0.3)
-    axes[0][0].legend(fontsize=8, loc="best")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=2, fontsize=8, frameon=False)
     caption = ("Relative change of each metric at each constant's low and high value, from "
                "the base, paired over %d seeds (common random numbers), with %s%% "
                "confidence intervals." % (seeds, num(level * 100.0)))
