@@ -5,6 +5,8 @@ import csv
 import io
 import json
 import math
+import os
+import signal
 
 import pytest
 
@@ -188,3 +190,23 @@ def test_consecutive_seeds_share_session_streams_and_strided_ones_do_not():
     assert seeds == [8, 8 + STRIDE, 8 + 2 * STRIDE]
     first = {rng.statement_stream(s, k).random_f64() for s in seeds for k in range(200)}
     assert len(first) == 600
+
+
+def test_ctrl_c_reports_the_seeds_every_program_finished(mm1):
+    # Runs go seed by seed (A then B): a stop keeps whole pairs.
+    from test_interrupts import finish, start
+    from test_limits import _wait_for_cpu
+    p = start(["compare", mm1, "--vs", "mu=1.05", "--seeds", "100000", "--horizon", "300",
+               "--warmup", "10", "-j", "1", "--quiet", "--json", "--metric",
+               "observe.sojourn.mean"])
+    _wait_for_cpu(p.pid, 2.5)
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = finish(p)
+    assert p.returncode == 130, err
+    doc = json.loads(out)
+    n = len(doc["seeds"])
+    assert 2 <= n < 100000
+    assert doc["incomplete"] == "incomplete: the runs were interrupted; %d of 100000 seeds " \
+        "finished every run" % n
+    assert doc["metrics"][0]["n_seeds"] == n
+    assert err == "serq compare: %s\n" % doc["incomplete"]

@@ -148,8 +148,13 @@ def _run(progs: Sequence, args, label: str, describe) -> Tuple[Dict, List[int], 
     done = [s for s in seeds if all((i, s) in results for i in range(len(progs)))]
     incomplete = None
     if stopped is not None:
+        import signal
+        from ..interrupt import signal_name
+        signum = None if STOP[0] is None else STOP[0].signum
+        how = "interrupted" if signum in (None, signal.SIGINT) else \
+            "stopped by %s" % signal_name(signum)
         incomplete = ("incomplete: the runs were %s; %d of %d seeds finished every run"
-                      % (stopped, len(done), len(seeds)))
+                      % (how, len(done), len(seeds)))
     return results, done, incomplete
 
 

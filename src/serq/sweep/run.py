@@ -454,8 +454,9 @@ def execute(progs: Sequence, seeds: Sequence[int], jobs: Optional[int] = None,
         stop = Stop()
         stop.__enter__()
     try:
+        # seed by seed: a stopped comparison keeps the seeds every program ran
         tasks = [(i, s, p) if slos is None else (i, s, p, slos)
-                 for i, p in enumerate(progs) for s in seeds]
+                 for s in seeds for i, p in enumerate(progs)]
         results: Dict[Tuple[int, int], object] = {}
         bar = Progress(len(tasks), show_progress, label)
 

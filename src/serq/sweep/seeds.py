@@ -40,4 +40,11 @@ def describe(seeds: List[int]) -> str:
     """``10 seeds S + k * 2^32 (S = 1, k = 0..9)``."""
     if len(seeds) == 1:
         return "1 seed (%d)" % seeds[0]
-    return "%d seeds S + k * 2^32 (S = %d, k = 0..%d)" % (len(seeds), seeds[0], len(seeds) - 1)
+    first = seeds[0] % STRIDE
+    ks = [(s - first) // STRIDE for s in seeds]
+    if any(s % STRIDE != first for s in seeds):
+        return "%d seeds" % len(seeds)
+    if ks == list(range(ks[0], ks[0] + len(ks))):
+        return "%d seeds S + k * 2^32 (S = %d, k = %d..%d)" % (len(seeds), first, ks[0], ks[-1])
+    return "%d seeds S + k * 2^32 (S = %d, k in %s)" % (len(seeds), first,
+                                                       ", ".join(str(k) for k in ks))
