@@ -9,8 +9,8 @@ choices, shifted by one session, and only their arrival, machine and
 eviction streams differ.  Their means vary less from seed to seed than
 independent runs', and the mean over them carries the bias of one shared
 sequence of draws (an M/M/1 queue at load 0.5, horizon 4000: the mean
-sojourn over seeds 1..20 is 1.745 ± 0.032, over seeds ``1 + k * 2^32`` it is
-2.013 ± 0.065, the exact value being 2).
+sojourn over seeds 1..20 is 1.745 ± 0.034, over seeds ``1 + k * 2^32`` it is
+2.013 ± 0.068 (95 % t intervals), the exact value being 2).
 
 Seeds ``2^32`` apart share no session stream in a run of fewer than
 ``2^32`` sessions, which is every run serq can make; the other streams are
