@@ -157,21 +157,73 @@ def test_table_rows_are_the_means_over_seeds(program, tmp_path):
               "observe.resp.p99", "observe.resp.rate", "gauge.busy.mean",
               "stage.srv.throughput", "pool.seats.mean_used", "pool.seats.mean_queue"):
         assert m in metrics
+    # an observation's metrics, in this order (p99_9 is the p99.9)
+    assert [m for m in metrics if m.startswith("observe.resp.")] == [
+        "observe.resp." + f for f in ("count", "rate", "mean", "ci", "cv2", "p50", "p90", "p99",
+                                      "p99_9")]
+    assert not any(m.startswith("slo.") for m in metrics)  # only with --slo
     points_seen = list(dict.fromkeys((row["lam"], row["slots"]) for row in rows))
     assert points_seen == [(a, b) for a in ("0.4", "0.5", "0.6") for b in ("1", "2")]
     # One point recomputed through the API, seed by seed (seeds 1, 1 + 2^32, ...).
     row = next(r for r in rows if (r["lam"], r["slots"], r["metric"]) ==
                ("0.6", "1", "observe.resp.mean"))
-    means = []
+    means, tails = [], []
     for seed in (1 + k * 2 ** 32 for k in range(4)):
         rep = serq.run(serq.compile(str(program), sets={"lam": 0.6, "slots": 1}, seed=seed,
                                     horizon=60, warmup=5))
         means.append(rep.observe("resp").mean)
+        tails.append(rep.observe("resp").p99_9)
     assert int(row["n_seeds"]) == 4
     assert float(row["mean"]) == math.fsum(means) / 4
+    tail = next(r for r in rows if (r["lam"], r["slots"], r["metric"]) ==
+                ("0.6", "1", "observe.resp.p99_9"))
+    assert float(tail["mean"]) == math.fsum(tails) / 4  # the report's own p99.9
     lo, hi = stats.t.interval(0.95, 3, loc=float(row["mean"]), scale=stats.sem(means))
     assert math.isclose(float(row["ci_low"]), lo, rel_tol=1e-9)
     assert math.isclose(float(row["ci_high"]), hi, rel_tol=1e-9)
+
+
+def test_slo_columns_are_each_points_attainment_and_goodput(program, tmp_path):
+    out = tmp_path / "slo.csv"
+    args = ["sweep", program, "--set", "lam=0.4,0.8", "--seeds", "2", "--horizon", "80",
+            "--warmup", "5", "-j", "1", "--slo", "resp <= 2", "--slo", "resp <= 500ms"]
+    r = serq_cli(*args, "-o", out)
+    assert r.returncode == 0, r.stderr
+    rows = read_table(out.read_text())
+    plain = read_table(serq_cli(*args[:-4]).stdout)
+    # the table without --slo, then the SLO rows at the end of each point
+    assert [x for x in rows if not x["metric"].startswith("slo.")] == plain
+    slo_names = ["slo.resp<=2.attainment", "slo.resp<=0.5.attainment", "slo.all.attainment",
+                 "slo.all.goodput", "slo.all.requests", "slo.all.requests_per_s"]
+    for lam in ("0.4", "0.8"):
+        mine = [x for x in rows if x["lam"] == lam]
+        assert [x["metric"] for x in mine[-6:]] == slo_names
+        got = {x["metric"]: float(x["mean"]) for x in mine[-6:]}
+        runs = [serq.run(serq.compile(str(program), sets={"lam": float(lam)}, seed=s,
+                                      horizon=80, warmup=5), slo=["resp <= 2", "resp <= 500ms"]
+                         ).slo for s in (1, 1 + 2 ** 32)]
+        assert got["slo.resp<=2.attainment"] == math.fsum(x.slos[0].attainment
+                                                          for x in runs) / 2
+        assert got["slo.all.attainment"] == math.fsum(x.all.attainment for x in runs) / 2
+        assert got["slo.all.goodput"] == math.fsum(x.goodput for x in runs) / 2
+        assert got["slo.all.requests"] == math.fsum(x.requests for x in runs) / 2
+    # the heavier load meets the SLOs less often
+    att = {x["lam"]: float(x["mean"]) for x in rows if x["metric"] == "slo.resp<=2.attainment"}
+    assert att["0.8"] < att["0.4"]
+    bad = serq_cli("sweep", program, "--slo", "ttft <= 1", "--horizon", "40")
+    assert bad.returncode == 2 and "the program has no observation `ttft`" in bad.stderr
+    twice = serq_cli("sweep", program, "--slo", "resp <= 1", "--slo", "resp <= 1000ms")
+    assert twice.returncode == 2 and "are the same SLO" in twice.stderr
+    per = serq_cli("sweep", program, "--slo-per", "session", "--horizon", "40")
+    assert per.returncode == 2 and "give them with --slo" in per.stderr
+
+
+def test_slo_runs_have_keys_of_their_own(program):
+    from serq.sweep.journal import run_keys
+    prog = serq.compile(str(program)).ir
+    plain = run_keys([prog], [1])
+    assert run_keys([prog], [1], "") == plain  # a sweep without SLOs keeps its keys
+    assert run_keys([prog], [1], "slo per request: resp <= 1") != plain
 
 
 def test_seed_option_shifts_the_seeds(program):

@@ -13,6 +13,11 @@
     serq capacity FILE (--over | --minimize) NAME=LO:HI --slo 'p99(NAME) <= B'...
                [--confidence C] [--resolution R] [--budget-runs N] [--jobs N |
                --backend ray] [--json] [-o PROBES.csv]
+    serq compare A.sq B.sq | FILE --vs NAME=EXPR... [--set …] [--seeds N]
+               [--metric PATTERN]... [--confidence C] [--jobs N | --backend ray]
+               [--json] [-o TABLE.csv]
+    serq sensitivity FILE --vary NAME=-10%:+10%... [--metric PATTERN]... [--seeds N]
+               [-o tornado.png|.html|.csv]
     serq plot  TABLE.csv [--x NAME] [--metric PATTERN]... -o OUT.png|OUT.html
     serq plot  --run FILE [--seed N] [--set …] -o OUT.png|OUT.html
     serq draw  FILE [--format svg|tikz|dot] [--output FILE] [--set …]... [--def …]...
@@ -144,6 +149,22 @@ _COMMANDS = [
                   "until every SLO statistic's interval clears its bound, and narrow a bracket "
                   "around the answer (docs/capacity.md)."},
      _lazy("capacity.command", "add_arguments"), _lazy("capacity.command", "command")),
+    ("compare", {"help": "compare two programs (or two settings of one) on common random "
+                 "numbers: each metric's difference with a paired confidence interval",
+                 "description": "Run A and B at the same seeds (seed s for both), and report "
+                 "for each metric A's and B's means, the difference B - A and B/A - 1 with "
+                 "Student-t intervals over the seeds' paired differences, and the interval "
+                 "two independent sets of runs would give."},
+     _lazy("compare.command", "compare_arguments"), _lazy("compare.command", "compare_command")),
+    ("sensitivity", {"help": "elasticity of each metric to each `let` constant from paired "
+                     "runs at its low and high values, with a tornado chart",
+                     "description": "Run FILE at its base values and at each --vary "
+                     "constant's low and high value, at the same seeds, and report each "
+                     "metric's change and its elasticity (relative change of the metric / "
+                     "relative change of the constant) with Student-t intervals over the "
+                     "seeds."},
+     _lazy("compare.command", "sensitivity_arguments"),
+     _lazy("compare.command", "sensitivity_command")),
     ("plot", {"help": "draw a sweep's curves, or one run's distributions, series and "
               "iterations, as PNG or a self-contained HTML report"},
      _plot_arguments, _lazy("plot.cli", "command")),

@@ -102,6 +102,15 @@ def sweep_arguments(w) -> None:
     w.add_argument("--max-runs", type=_pos_int, default=10000, metavar="N",
                    help="refuse a sweep of more than N runs (points x seeds; default 10000) "
                    "before running any")
+    w.add_argument("--slo", action="append", default=[], metavar="'NAME <= BOUND'",
+                   help="an SLO on an observation, as for `serq run --slo`, repeatable: "
+                   "the table adds, per point, each SLO's attainment "
+                   "(slo.NAME<=BOUND.attainment) and all of them together "
+                   "(slo.all.attainment, slo.all.goodput: requests meeting every SLO a "
+                   "second)")
+    w.add_argument("--slo-per", choices=("request", "session"), default="request",
+                   help="the unit the SLOs judge: a request (one per turn; the default) or a "
+                   "session")
 
 
 def check_command(args) -> int:
@@ -152,7 +161,10 @@ def sweep_command(args) -> int:
     sweep = Sweep(file=args.file, axes=[parse_axis(t, args.max_runs) for t in args.set],
                   defs=dict(pair(t, "--def") for t in args.defs), seeds=args.seeds,
                   first_seed=args.seed, horizon=args.horizon, warmup=args.warmup,
-                  arrivals=args.arrivals, trace=args.trace, max_runs=args.max_runs)
+                  arrivals=args.arrivals, trace=args.trace, max_runs=args.max_runs,
+                  slos=list(args.slo), slo_per=args.slo_per)
+    if args.slo_per != "request" and not args.slo:
+        raise UsageError("`--slo-per` says what the SLOs judge: give them with --slo")
     from ..sweep.run import SweepInterrupted
 
     def note(text: str) -> None:

@@ -9,8 +9,8 @@ also holds runs of another sweep, which are kept).
 
 A run is recognised by its key: the SHA-256 of serq's version, the point's
 compiled IR (every ``--set``, ``--def`` and run setting, and any library the
-program uses, resolved) with the run's seed in it, and the bytes of the
-trace the program replays, if any.  A run of an edited program, another
+program uses, resolved) with the run's seed in it, the bytes of the trace
+the program replays, if any, and the sweep's SLOs, if any.  A run of an edited program, another
 point, another seed, a changed trace or another serq is not taken.  Values
 are stored as Python's ``json`` writes floats (shortest repr, ``Infinity``
 and ``NaN`` included), so a resumed table is byte for byte the table of an
@@ -37,8 +37,10 @@ def journal_path(output: str) -> str:
     return output + SUFFIX
 
 
-def run_keys(progs: Sequence, seeds: Sequence[int]) -> Dict[Tuple[int, int], str]:
-    """``(point index, seed)`` -> the run's key."""
+def run_keys(progs: Sequence, seeds: Sequence[int], extra: str = ""
+             ) -> Dict[Tuple[int, int], str]:
+    """``(point index, seed)`` -> the run's key; ``extra`` is what else
+    decides a run's metrics (the sweep's SLOs), hashed in when not empty."""
     from .. import __version__
     from ..ir.json import dumps
     trace_hashes: Dict[str, str] = {}
@@ -64,6 +66,8 @@ def run_keys(progs: Sequence, seeds: Sequence[int]) -> Dict[Tuple[int, int], str
             h.update(("serq %s\n" % __version__).encode("utf-8"))
             h.update(dumps(p).encode("utf-8"))
             h.update(("\ntrace %s\n" % trace).encode("utf-8"))
+            if extra:
+                h.update(("%s\n" % extra).encode("utf-8"))
             keys[(i, seed)] = h.hexdigest()
     return keys
 

@@ -6,10 +6,17 @@ family member as ``gpu[1]``; an observation of a queue keeps its dot, as
 ``Q.x``); FIELD is the report's field name.  ``None`` is a value the report
 leaves null (a mean without samples).
 
-Beyond the report's fields: an observation's ``p50`` and ``p90`` (nearest
-rank over its samples, as its ``p99``) and its ``rate`` (samples per unit
-of time after the warm-up).  A stage gives its step fields (iterations, ITL,
-...) only when it is a step engine.
+Beyond the report's fields: an observation's ``p50``, ``p90`` and
+``p99_9`` (the p99.9: nearest rank over its samples, as its ``p99``) and
+its ``rate`` (samples per unit of time after the warm-up).  A stage gives
+its step fields (iterations, ITL, ...) only when it is a step engine.
+
+With SLOs (``serq sweep --slo``, report/slo.py) a run also gives, last,
+``slo.LABEL.attainment`` for each SLO (LABEL is the SLO without spaces, its
+bound in the program's units: ``slo.ttft<=0.5.attainment``) and
+``slo.all.attainment``, ``slo.all.goodput`` (requests meeting every SLO a
+second), ``slo.all.requests`` (requests counted) and
+``slo.all.requests_per_s``.
 """
 from typing import List, Optional, Tuple
 
@@ -18,7 +25,7 @@ from ..report.stats import nearest_rank
 Metric = Tuple[str, Optional[float]]
 
 RUN_FIELDS = ("end", "events", "arrivals", "ended", "turns", "mean_live")
-OBSERVE_FIELDS = ("count", "rate", "mean", "ci", "cv2", "p50", "p90", "p99")
+OBSERVE_FIELDS = ("count", "rate", "mean", "ci", "cv2", "p50", "p90", "p99", "p99_9")
 GAUGE_FIELDS = ("mean", "ci", "min", "max")
 STAGE_FIELDS = ("mean_number", "utilization", "completed", "throughput", "mean_wait",
                 "mean_service")
@@ -52,7 +59,8 @@ def run_metrics(sim, report) -> List[Metric]:
         ordered = sorted(o.values)
         extra = {"rate": row.count / span if span > 0 else None,
                  "p50": nearest_rank(ordered, 0.5) if ordered else None,
-                 "p90": nearest_rank(ordered, 0.9) if ordered else None}
+                 "p90": nearest_rank(ordered, 0.9) if ordered else None,
+                 "p99_9": nearest_rank(ordered, 0.999) if ordered else None}
         for f in OBSERVE_FIELDS:
             v = extra[f] if f in extra else getattr(row, f)
             out.append(("observe.%s.%s" % (o.name, f), _num(v)))
@@ -71,4 +79,22 @@ def run_metrics(sim, report) -> List[Metric]:
     for c in report.claims or ():
         for f in CLAIM_FIELDS:
             out.append(("claim.%s.%s" % (c.name, f), _num(getattr(c, f))))
+    return out
+
+
+def slo_label(slo) -> str:
+    """An SLO's name in a metric: its label without spaces (``ttft<=0.5``)."""
+    return "".join(slo.label().split())
+
+
+def slo_metrics(result) -> List[Metric]:
+    """The SLO attainments and the goodput of one run (a ``report.slo``
+    ``SloResult``)."""
+    out: List[Metric] = []
+    for row in result.slos:
+        out.append(("slo.%s.attainment" % slo_label(row.slo), _num(row.attainment)))
+    out.append(("slo.all.attainment", _num(result.all.attainment)))
+    out.append(("slo.all.goodput", _num(result.goodput)))
+    out.append(("slo.all.requests", _num(result.requests)))
+    out.append(("slo.all.requests_per_s", _num(result.rate)))
     return out

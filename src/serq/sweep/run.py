@@ -12,6 +12,14 @@ Seeds: ``seeds`` runs of each point, with seeds ``first``, ``first +
 2^32``, ``first + 2 * 2^32``, ... (``seeds.py``: consecutive seeds share a
 session's random draws in 0.1.3); ``first`` is 1 unless ``--seed`` says
 otherwise; the program's own ``run { seed … }`` is not used.
+
+SLOs (``--slo``): each run also judges its requests against them
+(report/slo.py) and gives their attainments and goodput as metrics
+(``metrics.slo_metrics``), after the others.
+
+``execute`` runs any list of programs over seeds with the same backends,
+progress bar and interrupt handling; ``serq compare`` and ``serq
+sensitivity`` (compare/) run their paired programs with it.
 """
 import copy
 import os
@@ -53,6 +61,9 @@ class Sweep:
     source: Optional[str] = None
     program: Optional[object] = None
     fixed: Dict[str, object] = field(default_factory=dict)
+    #: ``--slo`` texts (report/slo.py), judged in every run
+    slos: List[str] = field(default_factory=list)
+    slo_per: str = "request"
 
     def seed_list(self) -> List[int]:
         return replication_seeds(self.first_seed, self.seeds)
@@ -81,47 +92,74 @@ def check_runs(sweep: Sweep) -> None:
 
 def compile_points(sweep: Sweep) -> List:
     """One IR program per grid point (a located error names the point)."""
-    from ..compiler import compile_program, is_ir, read_source
-    from ..ir.json import loads
     check_axes(sweep.axes, COLUMNS)
     replication_seeds(sweep.first_seed, sweep.seeds)  # (refused past 2^64 - 1)
     check_runs(sweep)
-    settings = dict(horizon=sweep.horizon, warmup=sweep.warmup, arrivals=sweep.arrivals,
-                    trace=sweep.trace)
+    pts = points(sweep.axes)
+    several = any(len(ax.values) > 1 for ax in sweep.axes)
+    variants = []
+    for point in pts:
+        sets = dict(sweep.fixed)
+        sets.update((ax.name, v) for ax, v in zip(sweep.axes, point))
+        variants.append(sets)
+    progs = compile_variants(
+        sweep.file, variants, sweep.defs, sweep.first_seed, sweep.horizon, sweep.warmup,
+        sweep.arrivals, sweep.trace,
+        where=(lambda k: "at the point %s" % _describe(sweep.axes, pts[k])) if several
+        else None, verb="sweep", source=sweep.source, program=sweep.program)
+    if sweep.slos:
+        check_slos(sweep.slos, sweep.slo_per, progs)
+    return progs
+
+
+def compile_variants(file: str, variants: Sequence[Dict[str, object]],
+                     defs: Optional[Dict[str, str]] = None, first_seed: int = 1,
+                     horizon: Optional[float] = None, warmup: Optional[float] = None,
+                     arrivals: Optional[int] = None, trace: Optional[str] = None,
+                     where: Optional[Callable[[int], str]] = None, verb: str = "run",
+                     source: Optional[str] = None, program: Optional[object] = None) -> List:
+    """The IR of ``file`` under each set of ``let`` overrides in
+    ``variants`` (NAME -> a number or an expression's text), with the
+    ``def`` overrides and run settings: what the runs of ``execute`` take.
+    A located error gets the note ``where(k)`` for the ``k``-th variant.
+    IR input takes no override (one variant, ``{}``).  For the Python API:
+    ``source`` is the program's text (``file`` then only names it), or
+    ``program`` its IR (an ``ir.Program``, taken as it is)."""
+    from ..compiler import compile_program, is_ir, read_source
+    from ..ir.json import loads
+    settings = dict(horizon=horizon, warmup=warmup, arrivals=arrivals, trace=trace)
     progs = []
-    text = sweep.source
-    if sweep.program is None and text is None:
-        text = read_source(sweep.file)
-    if sweep.program is not None or (sweep.source is None and is_ir(sweep.file, text)):
-        if sweep.axes or sweep.defs:
+    text = source
+    if program is None and text is None:
+        text = read_source(file)
+    if program is not None or (source is None and is_ir(file, text)):
+        if any(variants) or defs:
             raise UsageError("a `let` or `def` override applies to program text, not to IR: "
-                             "sweep the program file")
-        if sweep.program is not None:
+                             "%s the program file" % verb)
+        if program is not None:
             from ..ir.validate import validate
-            prog = copy.copy(sweep.program)
+            prog = copy.copy(program)
             for key, v in settings.items():
                 if v is not None:
                     setattr(prog, key, v)
-            if sweep.trace is not None:
+            if trace is not None:
                 prog.trace_dir = None
             validate(prog)
         else:
-            prog = loads(text, file=sweep.file)
+            prog = loads(text, file=file)
             for key, v in settings.items():
                 if v is not None:
                     setattr(prog, key, v)
         progs.append(prog)
     else:
-        path = None if sweep.source is not None else sweep.file
-        for point in points(sweep.axes):
-            sets = dict(sweep.fixed)
-            sets.update((ax.name, v) for ax, v in zip(sweep.axes, point))
+        path = None if source is not None else file
+        for k, sets in enumerate(variants):
             try:
-                prog = compile_program(path, source=sweep.source, sets=sets, defs=sweep.defs,
-                                       seed=sweep.first_seed, **settings)
+                prog = compile_program(path, source=source, sets=sets, defs=defs,
+                                       seed=first_seed, **settings)
             except SerqError as e:
-                if len(sweep.axes) and any(len(ax.values) > 1 for ax in sweep.axes):
-                    e.notes.append("at the point %s" % _describe(sweep.axes, point))
+                if where is not None:
+                    e.notes.append(where(k))
                 raise
             progs.append(prog)
     for prog in progs:
@@ -133,6 +171,26 @@ def compile_points(sweep: Sweep) -> List:
     return progs
 
 
+def check_slos(texts: Sequence[str], per: str, progs: Sequence) -> None:
+    """Refuse, before anything runs, an SLO that a program cannot judge (a
+    malformed one, an unknown observation) or one given twice."""
+    from ..report.slo import parse_slos
+    from .metrics import slo_label
+    for prog in progs:
+        labels: Dict[str, str] = {}
+        for slo in parse_slos(texts, prog, per):
+            label = slo_label(slo)
+            if label in labels:
+                raise UsageError("`--slo %s` and `--slo %s` are the same SLO: give it once"
+                                 % (labels[label], slo.text))
+            labels[label] = slo.text
+
+
+def slo_spec(sweep: Sweep) -> Optional[Tuple[Tuple[str, ...], str]]:
+    """What a task needs to judge the SLOs: their texts and the unit."""
+    return (tuple(sweep.slos), sweep.slo_per) if sweep.slos else None
+
+
 # ------------------------------------------------------------------ tasks
 
 def run_task(task: Task, on_start: Optional[Callable] = None) -> Result:
@@ -141,15 +199,24 @@ def run_task(task: Task, on_start: Optional[Callable] = None) -> Result:
     sweep's ``interrupt.Stop``) gives None: it is never tabulated."""
     from ..report.build import build_report
     from ..runner import simulate
-    from .metrics import run_metrics
-    i, seed, prog = task
+    from .metrics import run_metrics, slo_metrics
+    i, seed, prog = task[:3]
+    spec = task[3] if len(task) > 3 else None
     prog = copy.copy(prog)
     prog.seed = seed
     try:
-        sim = simulate(prog, on_start=on_start)
+        slos = None
+        if spec is not None:
+            from ..report.slo import parse_slos
+            slos = parse_slos(spec[0], prog, spec[1])
+        sim = simulate(prog, on_start=on_start, track_requests=slos is not None)
         if sim.partial is not None:
             return i, seed, None
-        return i, seed, run_metrics(sim, build_report(sim, extras=False))
+        metrics = run_metrics(sim, build_report(sim, extras=False))
+        if slos is not None:
+            from ..report.slo import evaluate
+            metrics += slo_metrics(evaluate(sim, slos, spec[1]))
+        return i, seed, metrics
     except SerqError as e:
         return i, seed, e.render()
 
@@ -157,13 +224,13 @@ def run_task(task: Task, on_start: Optional[Callable] = None) -> Result:
 class Progress(object):
     """A bar of finished runs on stderr (rich), or nothing."""
 
-    def __init__(self, total: int, show: bool):
+    def __init__(self, total: int, show: bool, label: str = "sweeping"):
         self.bar = None
         if show:
             from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar,
                                        TextColumn, TimeElapsedColumn, TimeRemainingColumn)
-            self.bar = Bar(TextColumn("sweeping"), BarColumn(), MofNCompleteColumn(),
+            self.bar = Bar(TextColumn(label), BarColumn(), MofNCompleteColumn(),
                            TimeElapsedColumn(), TimeRemainingColumn(),
                            console=Console(file=sys.stderr), transient=True)
             self.bar.start()
@@ -230,20 +297,93 @@ def run_sweep(sweep: Sweep, jobs: Optional[int] = None, backend: str = "local",
             stop.__exit__(None, None, None)
 
 
+def run_tasks(todo: Sequence[Task], jobs: Optional[int], backend: str, address: Optional[str],
+              stop, advance: Callable[[Result], None]) -> Optional[Stopped]:
+    """Run the tasks on the backend (``local``: this process for ``jobs``
+    1, else a pool of ``jobs`` processes, every core by default; ``ray``),
+    calling ``advance(result)`` as each finishes.  A signal, or a worker
+    that died, stops them: the ``WorkStopped`` saying why is returned (the
+    finished results were given to ``advance``), else None."""
+    defer = stop.defer
+    stop.defer = True  # from here a signal stops the runs, not the bookkeeping
+    try:
+        with Runner(run_task, jobs, backend, address) as runner:
+            runner.run(todo, stop, advance)
+    except Stopped as e:
+        return e
+    finally:
+        stop.defer = defer
+    return None
+
+
+def execute(progs: Sequence, seeds: Sequence[int], jobs: Optional[int] = None,
+            backend: str = "local", address: Optional[str] = None,
+            show_progress: bool = False, stop=None, label: str = "running",
+            describe: Callable[[int], str] = lambda i: "program %d" % (i + 1),
+            slos: Optional[Tuple[Tuple[str, ...], str]] = None
+            ) -> Tuple[Dict[Tuple[int, int], List], Optional[str]]:
+    """Run every program (compiled IR, as ``compile_points`` gives) at
+    every seed, as the sweep runs its points: ``(results, stopped)`` with
+    ``results[(program index, seed)]`` the run's metrics and ``stopped``
+    None, or, when a signal stopped the runs, the finished ones and the
+    reason (``interrupted``; ``stop.signum`` says which signal).  A run that
+    fails is a ``RunError`` naming it (``describe(index)``) and its seed;
+    a worker that died is one too."""
+    from ..interrupt import Stop
+    own = stop is None
+    if own:
+        stop = Stop()
+        stop.__enter__()
+    try:
+        # seed by seed: a stopped comparison keeps the seeds every program ran
+        tasks = [(i, s, p) if slos is None else (i, s, p, slos)
+                 for s in seeds for i, p in enumerate(progs)]
+        results: Dict[Tuple[int, int], object] = {}
+        bar = Progress(len(tasks), show_progress, label)
+
+        def advance(r: Result) -> None:
+            results[(r[0], r[1])] = r[2]
+            bar.advance()
+        try:
+            stopped = run_tasks(tasks, jobs, backend, address, stop, advance)
+        finally:
+            bar.close()
+    finally:
+        if own:
+            stop.__exit__(None, None, None)
+    for (i, seed) in sorted(results):
+        value = results[(i, seed)]
+        if isinstance(value, str) and stopped is None:
+            raise RunError("the run of %s, seed %d, failed:\n%s" % (describe(i), seed, value))
+    if stopped is not None and stopped.reason != "interrupted":
+        raise RunError(stopped.reason)
+    done = {k: v for k, v in results.items() if isinstance(v, list)}
+    return done, None if stopped is None else stopped.reason
+
+
+def _slo_key(spec) -> str:
+    """The SLOs in a run's journal key ("" without SLOs: the keys stay those of a sweep
+    without them)."""
+    if spec is None:
+        return ""
+    return "slo per %s: %s" % (spec[1], " | ".join(spec[0]))
+
+
 def _run_sweep(sweep, jobs, backend, address, show_progress, output, stop, note) -> Table:
     from .journal import Journal, run_keys
-    defer = stop.defer
     progs = compile_points(sweep)
     seeds = sweep.seed_list()
     pts = points(sweep.axes)  # [()] without axes
-    tasks = [(i, s, p) for i, p in enumerate(progs) for s in seeds]
+    spec = slo_spec(sweep)
+    tasks = [(i, s, p) if spec is None else (i, s, p, spec)
+             for i, p in enumerate(progs) for s in seeds]
     to_file = output not in (None, "-")
-    keys = run_keys(progs, seeds) if to_file else {}
+    keys = run_keys(progs, seeds, _slo_key(spec)) if to_file else {}
     journal = Journal(output) if to_file else None
     by_key: Dict[Tuple[int, int], object] = {}
     if journal is not None:
         kept = journal.load()
-        for i, s, _p in tasks:
+        for i, s, *_rest in tasks:
             if keys[(i, s)] in kept:
                 by_key[(i, s)] = kept[keys[(i, s)]]
         if by_key:
@@ -268,18 +408,12 @@ def _run_sweep(sweep, jobs, backend, address, show_progress, output, stop, note)
         done(r)
         bar.advance()
 
-    stopped = None
-    stop.defer = True  # from here a signal stops the runs, not the bookkeeping
     try:
-        with Runner(run_task, jobs, backend, address) as runner:
-            runner.run(todo, stop, advance)
-    except Stopped as e:
-        stopped = e
+        stopped = run_tasks(todo, jobs, backend, address, stop, advance)
     finally:
         bar.close()
         if journal is not None:
             journal.close()
-        stop.defer = defer
     for i, seed in sorted(by_key):
         value = by_key[(i, seed)]
         if isinstance(value, str):

@@ -1,0 +1,2 @@
+"""`serq compare` and `serq sensitivity`: differences and elasticities from
+paired runs on common random numbers (seed s for every variant)."""
