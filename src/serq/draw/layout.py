@@ -29,6 +29,7 @@ TITLE_H = 34.0
 DIAMOND = 22.0
 MERGE = 10.0
 FRAME_PAD = 12.0
+STACK = 4.0       # offset of the outlines behind a family's box
 MAX_USE_LINES = 24  # more (or a path in several rows): no lines to resources
 ROW_MAX = 1800.0  # the path wraps into rows this wide
 WRAP_GAP = 56.0
@@ -57,6 +58,8 @@ class Box:
     shape: str = "rect"       # rect | round | diamond | circle
     bold_first: bool = True
     key: str = ""             # a resource key or "step:ID"
+    tip: str = ""             # a tooltip: the whole text of lines cut short
+    stack: int = 1            # members of a family (drawn as a stack when > 1)
 
 
 @dataclass
@@ -163,7 +166,7 @@ class _Placer(object):
             shape = "round" if node.kind in ("start", "done") else "rect"
             b = Box(x, axis - h / 2, w, h, node.lines, STROKE.get(node.kind, "#424242"),
                     FILL.get(node.kind, "#ffffff"), shape, node.kind not in ("done",),
-                    "step:%d" % node.id)
+                    "step:%d" % node.id, node.tip)
             self.out.boxes.append(b)
             self.step_box[node.id] = b
             return x, x + w
@@ -270,7 +273,7 @@ def _row(pic: Picture, kind: str, step_box: Dict[int, Box], y: float,
                     lines.append("%s %s" % (rel.label, target.name))
         w, h = text_size(lines)
         x = max(x_next, (want - w / 2) if want < 1e8 else x_next)
-        b = Box(x, y, w, h, lines, STROKE[kind], FILL[kind], "rect", True, r.key)
+        b = Box(x, y, w, h, lines, STROKE[kind], FILL[kind], "rect", True, r.key, r.tip, r.count)
         out.boxes.append(b)
         placed[r.key] = b
         x_next = x + w + RES_GAP
