@@ -85,6 +85,140 @@ def test_svg_boxes_do_not_overlap():
                 assert apart, (path.name, a, b)
 
 
+SHIPPED = sorted((ROOT / "examples").rglob("*.sq"))
+RES_FILL = {"#e8f5e9": "pool", "#e3f2fd": "stage"}
+
+
+def parse_svg(prog, title=""):
+    return ET.fromstring(draw(prog, "svg", title).split("\n", 1)[1])
+
+
+def path_points(d):
+    nums = [float(v) for v in re.findall(r"-?[0-9.]+", d)]
+    return list(zip(nums[0::2], nums[1::2]))
+
+
+def resource_rects(root):
+    """(kind, x, y, w, h) of each pool and stage box (the legend's swatches
+    are 18 wide)."""
+    return [(RES_FILL[r.get("fill")],) + tuple(float(r.get(k)) for k in ("x", "y", "width",
+                                                                          "height"))
+            for r in root.iter(SVG_NS + "rect")
+            if r.get("fill") in RES_FILL and float(r.get("width")) > 18]
+
+
+def lines_into(root, rect):
+    """The arrows that end on a resource box's top or bottom (a family's
+    stack is 8 above its box)."""
+    _, x, y, w, h = rect
+    out = []
+    for p in root.iter(SVG_NS + "path"):
+        if not p.get("marker-end"):
+            continue
+        ex, ey = path_points(p.get("d"))[-1]
+        if x - 0.5 <= ex <= x + w + 0.5 and (abs(ey - (y + h)) < 0.6 or -0.6 < y - ey < 8.6):
+            out.append(p)
+    return out
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_every_pool_and_stage_used_has_a_line(path):
+    """No line to a pool or stage is left out, however many uses there are;
+    the legend shows the kinds of line drawn and only those."""
+    try:
+        prog = compile_program(str(path))
+    except SerqError:
+        pytest.skip("a program that needs overrides")
+    pic = build(prog)
+    used = {}
+    for s in steps(pic.path):
+        for u in s.uses:
+            used[u.resource] = used.get(u.resource, 0) + 1
+    root = parse_svg(prog)
+    texts = svg_texts(root)
+    rects = resource_rects(root)
+    assert len(rects) == len(pic.resources)
+    by_name = {}
+    for r in pic.resources:
+        head = r.name + (" ×%d" % r.count if r.count > 1 else "")
+        by_name[r.key] = head
+    bundled = any(t.startswith("%d uses of pools and stages" % sum(used.values())) for t in texts)
+    counts = [int(t.split()[0]) for t in texts if re.match(r"^\d+ uses?$", t)]
+    total_lines = 0
+    for rect in rects:
+        total_lines += len(lines_into(root, rect))
+    if bundled:
+        # one line a pool or stage, labelled with its count of uses
+        assert total_lines == len(used) and sorted(counts) == sorted(used.values())
+    else:
+        assert total_lines == sum(used.values()) and counts == []
+    for key in used:
+        assert by_name[key] in texts
+    # the legend: each kind of line it shows is drawn, each one drawn is shown
+    legend_y = next(float(t.get("y")) for t in root.iter(SVG_NS + "text") if t.text == "legend")
+    legend, drawn = set(), set()
+    for p in root.iter(SVG_NS + "path"):
+        pts = path_points(p.get("d"))
+        style = (p.get("stroke"), p.get("stroke-dasharray"))
+        if pts[0][1] > legend_y:
+            legend.add(style)
+        elif any(p in lines_into(root, r) for r in rects):
+            drawn.add(style)
+    legend.discard(("#424242", None))  # the path
+    assert legend == drawn, (legend, drawn)
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)
+def test_shipped_pictures_are_bounded_and_families_are_one_box(path):
+    try:
+        prog = compile_program(str(path))
+    except SerqError:
+        pytest.skip("a program that needs overrides")
+    root = parse_svg(prog, path.name)
+    assert float(root.get("width")) <= 1600, path.name
+    pic = build(prog)
+    texts = svg_texts(root)
+    for r in pic.resources:
+        if r.count > 1:
+            assert texts.count("%s ×%d" % (r.name, r.count)) == 1
+    assert len(resource_rects(root)) == len(pic.resources)
+
+
+def test_a_family_of_sixteen_is_one_stacked_box():
+    prog = compile_program(source="pool e[16] { cap 8; }\nstage g[16] : delay;\n"
+                           "workload { arrive poisson(1); }\nsession { choose i in 16 by (i);"
+                           " hold e[i] (1) { run g[i] (1); } }\nrun { horizon 5; }\n")
+    root = parse_svg(prog)
+    rects = resource_rects(root)
+    assert sorted(r[0] for r in rects) == ["pool", "stage"]
+    texts = svg_texts(root)
+    assert "e ×16" in texts and "g ×16" in texts
+    # the stack: two outlines behind each family's box, in its colour
+    for kind, x, y, w, h in rects:
+        color = "#2e7d32" if kind == "pool" else "#1565c0"
+        behind = [p for p in root.iter(SVG_NS + "path") if p.get("stroke") == color and
+                  not p.get("marker-end") and path_points(p.get("d"))[1] in
+                  ((x + w + 4, y - 4), (x + w + 8, y - 8))]
+        assert len(behind) == 2
+
+
+def test_the_long_path_wraps_into_rows():
+    """The disaggregation example's branch lane is longer than a row: it
+    wraps (the picture was one 2,400-point row)."""
+    prog = compile_program(str(ROOT / "examples" / "pd_disaggregation.sq"))
+    root = parse_svg(prog)
+    assert float(root.get("width")) <= 1450
+    pic = build(prog)
+    split = next(x for x in pic.path.items if type(x) is Split)
+    ys = set()
+    for r in root.iter(SVG_NS + "rect"):
+        if r.get("rx") == "3" and r.get("fill") == "#ffffff":
+            ys.add(round(float(r.get("y")) + float(r.get("height")) / 2))
+    # the then lane, the else lane and its second row: three axes
+    assert len(ys) >= 3, ys
+    assert len(steps(split.lanes[1])) > 10
+
+
 def test_path_of_the_vllm_example():
     prog = compile_program(str(ROOT / "examples" / "vllm_single_turn.sq"))
     pic = build(prog)

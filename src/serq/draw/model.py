@@ -17,7 +17,7 @@ from ..ir import nodes as ir
 from ..link.scope import AGGREGATES, CTX_NAMES, DISTRIBUTIONS, FUNCTIONS
 
 WRAP = 40        # a label's line longer than this wraps onto the next lines
-FOLD_LINES = 6   # and is cut (the whole text in the tooltip) past this many lines
+FOLD_LINES = 4   # and is cut (the whole text in the tooltip) past this many lines
 LABEL_MAX = 60   # characters of a branch's test written above its diamond
 
 
