@@ -22,6 +22,7 @@ from serq.compiler import compile_program
 from serq.errors import SerqError
 from serq.draw import draw
 from serq.draw.model import WRAP, Repeat, Split, build, fold, steps
+from serq.draw.dot import MAX_USE_EDGES
 from serq.draw.tikz import escape
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -354,10 +355,24 @@ def test_dot_structure(path):
     for r in pic.resources:
         assert '"%s" [shape=box' % r.key in text
     for s in steps(pic.path):
-        assert re.search(r"^  s%d \[" % s.id, text, re.M)
-    for s in steps(pic.path):
-        for u in s.uses:
-            assert '  s%d -> "%s"' % (s.id, u.resource) in text
+        assert re.search(r"^    s%d \[" % s.id, text, re.M)
+    for name in ("cluster_path", "cluster_pools", "cluster_stages"):
+        assert ("subgraph %s {" % name in text) == (name == "cluster_path" or any(
+            r.kind == name[len("cluster_"):-1] for r in pic.resources))
+    assert "rankdir=TB;" in text
+    uses = [(s.id, u.resource) for s in steps(pic.path) for u in s.uses]
+    edges = re.findall(r'^  s(\d+) -> "((?:pool|stage):\d+)" \[[^\n]*xlabel="([^"]+)"', text, re.M)
+    if len(uses) <= MAX_USE_EDGES:
+        assert sorted((int(a), b) for a, b, _ in edges) == sorted(uses)
+    else:
+        # one edge a pool or stage, from its first use, labelled with the count
+        counts = {}
+        for _, key in uses:
+            counts[key] = counts.get(key, 0) + 1
+        assert sorted(b for _, b, _ in edges) == sorted(counts)
+        for a, b, label in edges:
+            assert (int(a), b) == next(x for x in uses if x[1] == b)
+            assert label == "%d use%s" % (counts[b], "" if counts[b] == 1 else "s")
 
 
 DOT = shutil.which("dot")
@@ -375,6 +390,26 @@ def test_graphviz_accepts_the_dot(path):
                        timeout=60)
     assert r.returncode == 0 and not r.stderr, r.stderr
     assert "<svg" in r.stdout
+
+
+@pytest.mark.skipif(DOT is None, reason="Graphviz `dot` is not installed (apt package graphviz)")
+def test_graphviz_draws_the_disaggregation_example_readably():
+    """Clusters, one edge a resource, a size that fits a page or two (it was
+    3,025 x 854 points with 19 crossing edges)."""
+    prog = compile_program(str(ROOT / "examples" / "pd_disaggregation.sq"))
+    r = subprocess.run([DOT, "-Tsvg"], input=draw(prog, "dot", "pd"), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    root = ET.fromstring(r.stdout[r.stdout.index("<svg"):])
+    w, h = (float(root.get(k).rstrip("pt")) for k in ("width", "height"))
+    assert w <= 1100 and h <= 1600, (w, h)
+    titles = ["".join(t.itertext()) for g in root.iter(SVG_NS + "g")
+              if g.get("class") == "cluster" for t in g.findall(SVG_NS + "title")]
+    assert sorted(titles) == ["cluster_path", "cluster_pools", "cluster_stages"]
+    edges = [g for g in root.iter(SVG_NS + "g") if g.get("class") == "edge"]
+    to_resources = [g for g in edges if re.match(r"s\d+->(pool|stage):",
+                                                  "".join(g.find(SVG_NS + "title").itertext()))]
+    assert len(to_resources) == len(build(prog).resources)
 
 
 # ------------------------------------------------------------------ Chromium
@@ -493,7 +528,7 @@ def test_cli_draw_from_ir_json(tmp_path, capsys):
     assert "cost cost_step(" not in from_ir and "cost max(" in from_ir
 
     def no_cost(text):
-        return re.sub(r"\\lcost [^\"]*", "", text)
+        return re.sub(r'(\\lcost [^"]*"|, tooltip="cost [^"]*")', "", text)
     assert no_cost(from_text.replace(prog, "")) == no_cost(from_ir.replace(str(ir_file), ""))
 
 
