@@ -464,21 +464,18 @@ def read_png(data):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt package chromium)")
-@pytest.mark.parametrize("name", ["vllm_single_turn.sq", "pd_disaggregation.sq"])
+@pytest.mark.parametrize("name", ["vllm_single_turn.sq", "pd_disaggregation.sq",
+                                  "replica_routing.sq", "agent_subagents.sq"])
 def test_chromium_renders_the_svg(name, tmp_path):
     prog = compile_program(str(ROOT / "examples" / name))
     svg = tmp_path / "picture.svg"
     svg.write_text(draw(prog, "svg", name))
     root = ET.parse(str(svg)).getroot()
     w, h = int(float(root.get("width"))) + 1, int(float(root.get("height"))) + 1
+    assert w <= 1600 and w < 1.6 * h + 400, (w, h)
     png = tmp_path / "shot.png"
-    profile = tempfile.mkdtemp(dir=str(tmp_path))
-    r = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                        "--no-first-run", "--disable-background-networking",
-                        "--disable-component-update", "--disable-sync",
-                        "--hide-scrollbars", "--user-data-dir=" + profile,
-                        "--screenshot=" + str(png), "--window-size=%d,%d" % (w, h),
-                        svg.as_uri()], capture_output=True, text=True, timeout=120)
+    r = chromium(["--screenshot=" + str(png), "--window-size=%d,%d" % (w, h), svg.as_uri()],
+                 tmp_path)
     assert png.exists(), r.stderr[-2000:]
     width, height, rows = read_png(png.read_bytes())
     assert (width, height) == (w, h)
@@ -494,6 +491,95 @@ def test_chromium_renders_the_svg(name, tmp_path):
     for k in range(3):
         band = [p for row in rows for p in row[k * width // 3:(k + 1) * width // 3]]
         assert sum(1 for p in band if min(p) < 200) > 100
+
+
+MEASURE_JS = r"""
+function measure(svg) {
+  var texts = [], boxes = [], out = {};
+  svg.querySelectorAll("rect").forEach(function (r) {
+    var rx = r.getAttribute("rx");
+    if ((rx === "3" || rx === "12") && r.getBBox().width > 18) boxes.push(r.getBBox());
+  });
+  svg.querySelectorAll("text").forEach(function (t) {
+    if (t.parentNode.nodeName === "title") return;
+    var b = t.getBBox();
+    texts.push({s: t.textContent, x: b.x, y: b.y, w: b.width, h: b.height,
+                ax: +t.getAttribute("x"), ay: +t.getAttribute("y")});
+  });
+  var overlaps = [];
+  for (var i = 0; i < texts.length; i++) {
+    for (var j = i + 1; j < texts.length; j++) {
+      var a = texts[i], b = texts[j];
+      // rows of text 15 apart touch by a point or two of their line boxes
+      var dx = Math.min(a.x + a.w, b.x + b.w) - Math.max(a.x, b.x);
+      var dy = Math.min(a.y + a.h, b.y + b.h) - Math.max(a.y, b.y);
+      if (dx > 1 && dy > 3) overlaps.push([a.s, b.s]);
+    }
+  }
+  var outside = [];
+  texts.forEach(function (t) {
+    boxes.forEach(function (b) {
+      if (t.ax > b.x && t.ax < b.x + b.width && t.ay > b.y && t.ay < b.y + b.height &&
+          (t.x + t.w > b.x + b.width + 0.5 || t.y < b.y - 0.5 || t.y + t.h > b.y + b.height + 0.5))
+        outside.push(t.s);
+    });
+  });
+  var r = svg.getBoundingClientRect();
+  return {texts: texts.map(function (t) { return t.s; }), overlaps: overlaps, outside: outside,
+          width: r.width, height: r.height,
+          right: Math.max.apply(null, texts.map(function (t) { return t.x + t.w; }))};
+}
+var res = {};
+document.querySelectorAll("div.pic").forEach(function (d) {
+  res[d.getAttribute("data-name")] = measure(d.querySelector("svg"));
+});
+document.getElementById("out").textContent = JSON.stringify(res);
+"""
+
+
+def chromium(args, tmp_path, timeout=120):
+    profile = tempfile.mkdtemp(dir=str(tmp_path))
+    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+                           "--disable-quic", "--no-first-run", "--disable-background-networking",
+                           "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+                           "--user-data-dir=" + profile] + args, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt package chromium)")
+def test_chromium_lays_out_the_shipped_pictures_readably(tmp_path):
+    """Every shipped example's SVG on one page in Chromium, measured there
+    (getBBox of each text as the browser sets it): no two texts overlap, no
+    text runs out of its box, every pool and stage is named, and the
+    picture is at most 1,600 wide."""
+    import html
+    import json
+    progs = {}
+    for path in SHIPPED:
+        try:
+            progs[str(path.relative_to(ROOT / "examples"))] = compile_program(str(path))
+        except SerqError:
+            pass  # a program that needs overrides
+    assert len(progs) >= 10
+    page = ["<!DOCTYPE html><html><body>"]
+    for name, prog in progs.items():
+        page.append('<div class="pic" data-name="%s">%s</div>'
+                    % (name, draw(prog, "svg", name).split("\n", 1)[1]))
+    page.append('<pre id="out"></pre><script>%s</script></body></html>' % MEASURE_JS)
+    (tmp_path / "all.html").write_text("".join(page), encoding="utf-8")
+    r = chromium(["--dump-dom", (tmp_path / "all.html").as_uri()], tmp_path)
+    got = re.search(r'<pre id="out">(.*?)</pre>', r.stdout, re.S)
+    assert got and got.group(1), r.stderr[-2000:]
+    res = json.loads(html.unescape(got.group(1)))
+    assert sorted(res) == sorted(progs)
+    for name, prog in progs.items():
+        m = res[name]
+        assert m["overlaps"] == [], (name, m["overlaps"][:5])
+        assert m["outside"] == [], (name, m["outside"][:5])
+        assert m["width"] <= 1600 and m["right"] <= m["width"], (name, m["width"])
+        heads = {t.split(" ×")[0] for t in m["texts"]}
+        pools, stages = families(prog)
+        assert set(pools + stages) <= heads, (name, set(pools + stages) - heads)
 
 
 # ------------------------------------------------------------------ the CLI
