@@ -1,13 +1,18 @@
 """Where everything goes: a ``Picture`` to a list of shapes with coordinates.
 
-A simple layered layout, no Graphviz needed.  Three layers, top to bottom:
-the pool families, the request path, the stage families.  The path runs
-left to right; a branch or fork stacks its lanes under the path's line and
-joins them again, a loop frames its body.  Each pool and stage is placed at
-the mean position of the steps that use it (then pushed right to avoid
-overlap), so the lines from steps to resources stay short.  The shapes
-(``Box``, ``Label``, ``Line``, ``Frame``) are plain data; ``svg`` and
-``tikz`` only translate them.  Coordinates are points, y growing downwards.
+A layered layout, no Graphviz needed.  Three layers, top to bottom: the pool
+families, the request path, the stage families (a family is one box, drawn
+as a stack).  The path runs left to right and wraps into rows of at most
+ROW_MAX points, at any depth: a branch or fork stacks its lanes under the
+path's line and joins them again, a loop frames its body, and a lane or a
+body too long for its room wraps inside it.  Each pool and stage is placed
+under (over) the steps that use it, pushed right to avoid overlap and onto a
+new row past ROW_MAX.  A line goes from each step to each resource it uses
+when there are few and all go straight out of the path; otherwise each
+resource has one line, from its nearest use through a gap between the
+path's boxes, labelled with its count of uses.  The shapes (``Box``,
+``Label``, ``Line``, ``Frame``) are plain data; ``svg`` and ``tikz`` only
+translate them.  Coordinates are points, y growing downwards.
 """
 import math
 from dataclasses import dataclass, field
