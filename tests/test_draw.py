@@ -524,8 +524,22 @@ function measure(svg) {
         outside.push(t.s);
     });
   });
+  // a label outside the boxes (a lane's name, a count of uses) touches none
+  var onbox = [];
+  texts.forEach(function (t) {
+    var inside = boxes.some(function (b) {
+      return t.ax > b.x && t.ax < b.x + b.width && t.ay > b.y && t.ay < b.y + b.height;
+    });
+    if (inside) return;
+    boxes.forEach(function (b) {
+      var dx = Math.min(t.x + t.w, b.x + b.width) - Math.max(t.x, b.x);
+      var dy = Math.min(t.y + t.h, b.y + b.height) - Math.max(t.y, b.y);
+      if (dx > 1 && dy > 1) onbox.push(t.s);
+    });
+  });
   var r = svg.getBoundingClientRect();
   return {texts: texts.map(function (t) { return t.s; }), overlaps: overlaps, outside: outside,
+          onbox: onbox,
           width: r.width, height: r.height,
           right: Math.max.apply(null, texts.map(function (t) { return t.x + t.w; }))};
 }
@@ -548,19 +562,20 @@ def chromium(args, tmp_path, timeout=120):
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt package chromium)")
 def test_chromium_lays_out_the_shipped_pictures_readably(tmp_path):
-    """Every shipped example's SVG on one page in Chromium, measured there
-    (getBBox of each text as the browser sets it): no two texts overlap, no
-    text runs out of its box, every pool and stage is named, and the
+    """Every shipped example's SVG (and a few of the corpus's, with forks and
+    loops) on one page in Chromium, measured there (getBBox of each text as
+    the browser sets it): no two texts overlap, no text runs out of its box
+    and no label runs into one, every pool and stage is named, and the
     picture is at most 1,600 wide."""
     import html
     import json
     progs = {}
-    for path in SHIPPED:
+    for path in SHIPPED + PATHS[len(EXAMPLES):]:
         try:
-            progs[str(path.relative_to(ROOT / "examples"))] = compile_program(str(path))
+            progs[str(path.relative_to(ROOT))] = compile_program(str(path))
         except SerqError:
             pass  # a program that needs overrides
-    assert len(progs) >= 10
+    assert len(progs) >= 13
     page = ["<!DOCTYPE html><html><body>"]
     for name, prog in progs.items():
         page.append('<div class="pic" data-name="%s">%s</div>'
@@ -576,6 +591,7 @@ def test_chromium_lays_out_the_shipped_pictures_readably(tmp_path):
         m = res[name]
         assert m["overlaps"] == [], (name, m["overlaps"][:5])
         assert m["outside"] == [], (name, m["outside"][:5])
+        assert m["onbox"] == [], (name, m["onbox"][:5])
         assert m["width"] <= 1600 and m["right"] <= m["width"], (name, m["width"])
         heads = {t.split(" ×")[0] for t in m["texts"]}
         pools, stages = families(prog)

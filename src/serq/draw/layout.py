@@ -21,6 +21,7 @@ from typing import Dict, List, Tuple
 from .model import Picture, Seq, Split, Step, steps
 
 LABEL_CHAR_W = 6.4  # width of a character of the 10.5 pt labels
+LANE_CHAR_W = 5.9   # and of the 9.5 pt names of a branch's lanes
 CHAR_W = 7.3      # width of a character of the 12 pt monospace font
 LINE_H = 15.0
 PAD_X = 9.0
@@ -121,8 +122,11 @@ def _split_label(node: Split) -> str:
 
 
 def _split_head(node: Split) -> float:
-    """Room for the diamond and its label (written above it, from its left)."""
-    return max(DIAMOND, len(_split_label(node)) * LABEL_CHAR_W + 4 - GAP / 2)
+    """Room for the diamond, its label (written above it, from its left) and
+    the first lane's name (`then`, `forked`, right of the diamond)."""
+    first = "then" if node.kind == "branch" else "forked"
+    return max(DIAMOND, len(_split_label(node)) * LABEL_CHAR_W + 4 - GAP / 2,
+               DIAMOND + 9 + len(first) * LANE_CHAR_W - GAP)
 
 
 # A measured node: (width, extent above its axis, extent below it, where its
