@@ -266,6 +266,16 @@ def test_labels_in_surface_syntax_wrapped_not_cut():
         assert all(len(x) <= WRAP for x in s.lines), s.lines
 
 
+@pytest.mark.parametrize("text,shown", [
+    ("-free(D[j].kv)", "-free(D[j].kv)"), ("a?b:c", "a ? b : c"), ("~exp(2)*3", "~exp(2) * 3"),
+    ("x[i]+f(-1,-y)", "x[i] + f(-1, -y)"), ("2*-x", "2 * -x"), ("!(a&&b)", "!(a && b)"),
+    ("(a-1)*(b+2)", "(a - 1) * (b + 2)"), ("f(x)[0]", "f(x)[0]")])
+def test_surface_text_is_spaced_as_fmt_spaces_it(text, shown):
+    from serq.syntax.lexer import EOF, tokenize
+    from serq.syntax.parser import tokens_text
+    assert tokens_text([t for t in tokenize(text, "<t>") if t.kind != EOF]) == shown
+
+
 def test_fold_wraps_and_cuts_past_a_generous_limit():
     lines, tip = fold(["cost " + "+".join("f(x%d, y)" % i for i in range(8))], 40)
     assert len(lines) == 2 and tip == "" and all(len(x) <= 40 for x in lines)
