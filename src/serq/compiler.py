@@ -135,6 +135,7 @@ def _compile(path, source, sets, defs, seed, horizon, warmup, arrivals, trace, s
                    trace=trace)
     program = link(prog, ov, parse_expr=parse_expression)
     program.warnings = _unique(prog.warnings)
+    program.surface = dict(prog.surface)
     for w in program.warnings:
         if w.source is None and w.span is not None:
             w.source = text if w.span.file == file else _library_text(w.span.file)

@@ -16,7 +16,9 @@ from typing import Dict, List, Tuple, Union
 from ..ir import nodes as ir
 from ..link.scope import AGGREGATES, CTX_NAMES, DISTRIBUTIONS, FUNCTIONS
 
-LABEL_MAX = 34  # characters of an expression shown in a label
+WRAP = 40        # a label's line longer than this wraps onto the next lines
+FOLD_LINES = 4   # and is cut (the whole text in the tooltip) past this many lines
+LABEL_MAX = 60   # characters of a branch's test written above its diamond
 
 
 @dataclass
@@ -26,6 +28,7 @@ class Resource:
     name: str           # the family's name
     count: int          # members
     detail: List[str]   # lines under the name
+    tip: str = ""       # the whole text of lines cut short (an SVG tooltip)
 
 
 @dataclass
@@ -47,6 +50,7 @@ class Step:
     kind: str           # start hold release run grow drop load choose turn end join done
     lines: List[str]
     uses: List[Use] = field(default_factory=list)
+    tip: str = ""       # the whole text of lines cut short (an SVG tooltip)
 
 
 @dataclass
@@ -160,11 +164,49 @@ class Namer(object):
         return "?"
 
     def short(self, e) -> str:
-        return shorten(self.expr(e))
+        return self.expr(e)
 
 
-def shorten(s: str, n: int = LABEL_MAX) -> str:
-    return s if len(s) <= n else s[:n - 1] + "…"
+def shorten(s: str, n: int = 0) -> str:
+    """``s`` whole, unless ``n`` (a branch's test above its diamond) and
+    longer than it; labels are wrapped by ``fold``, not cut here."""
+    return s if not n or len(s) <= n else s[:n - 1] + "…"
+
+
+def _split_at(s: str, width: int) -> int:
+    """Where to break ``s`` (at most ``width`` characters on the line): after
+    the last ", " or before the last " " that fits, else at ``width``."""
+    cut = s.rfind(", ", 0, width)
+    if cut > width // 3:
+        return cut + 2
+    cut = s.rfind(" ", 0, width + 1)
+    if cut > width // 3:
+        return cut + 1
+    return width
+
+
+def fold(lines: List[str], width: int = WRAP, most: int = FOLD_LINES) -> Tuple[List[str], str]:
+    """Each line longer than ``width`` wrapped onto the next lines (indented
+    two spaces); one that needs more than ``most`` lines is cut with an
+    ellipsis.  Returns the lines and the text of the cut lines in whole
+    (empty when nothing was cut)."""
+    out: List[str] = []
+    cut: List[str] = []
+    for line in lines:
+        rest = line
+        parts: List[str] = []
+        while len(rest) > width and len(parts) < most:
+            k = _split_at(rest, width)
+            parts.append(rest[:k].rstrip())
+            rest = "  " + rest[k:].lstrip()
+        if len(rest) > 2 or not parts:
+            parts.append(rest)
+        if len(parts) > most:
+            parts = parts[:most]
+            parts[-1] = parts[-1][:width - 1] + "…"
+            cut.append(line)
+        out.extend(parts)
+    return out, "\n".join(cut)
 
 
 # -------------------------------------------------------------- resources
@@ -183,23 +225,34 @@ def _families(items) -> List[Tuple[int, int]]:
     return out
 
 
-def _pool_detail(p: ir.Pool, nm: Namer) -> List[str]:
+def _pool_detail(p: ir.Pool, nm: Namer, surface: Dict[str, str]) -> List[str]:
     d = ["cap %s" % num_text(p.cap)]
     if p.block is not None:
         d[0] += ", block %s" % num_text(p.block)
     if p.queue is not None:
-        d.append("queue by " + shorten(", ".join(nm.expr(k) for k in p.queue), 26))
+        d.append("queue by " + shorten(", ".join(nm.expr(k) for k in p.queue)))
     if p.preempt is not None:
-        d.append("preempt by " + shorten(", ".join(nm.expr(k) for k in p.preempt), 24)
-                 + (" (tail)" if p.preempt_tail else ""))
+        if _is_lifo(p.preempt):
+            d.append("preempt lifo")
+        else:
+            d.append("preempt by " + ", ".join(nm.expr(k) for k in p.preempt)
+                     + (" requeue tail" if p.preempt_tail else ""))
     if p.evict is not None:
-        d.append("evict by " + shorten(", ".join(nm.expr(k) for k in p.evict), 26))
+        d.append("evict by " + shorten(", ".join(nm.expr(k) for k in p.evict)))
     if p.reserve_held:
         d.append("reserve held")
     return d
 
 
-def _stage_detail(s: ir.Stage, nm: Namer) -> List[str]:
+def _is_lifo(keys) -> bool:
+    """``preempt lifo`` (the parser's ``preempt by -admission``)."""
+    if len(keys) != 1 or type(keys[0]) is not ir.Unary or keys[0].op != "Neg":
+        return False
+    e = keys[0].operand
+    return type(e) is ir.Ctx and _CTX_TEXT.get(e.var) == "admission"
+
+
+def _stage_detail(s: ir.Stage, nm: Namer, surface: Dict[str, str]) -> List[str]:
     k = s.kind
     if type(k) is ir.Fifo:
         return ["fifo, %d server%s" % (k.servers, "" if k.servers == 1 else "s")]
@@ -207,8 +260,11 @@ def _stage_detail(s: ir.Stage, nm: Namer) -> List[str]:
         return ["ps, capacity " + nm.short(k.capacity)]
     if type(k) is ir.Delay:
         return ["delay"]
-    d = ["step, budget " + shorten(nm.expr(k.budget), 20)]
-    d.append("cost " + shorten(nm.expr(k.cost), 28))
+    # the budget and cost as the program writes them (a `def` use, not its
+    # expansion), else from the IR
+    written = "stage %s " % s.name
+    d = ["step, budget " + surface.get(written + "budget", nm.expr(k.budget))]
+    d.append("cost " + surface.get(written + "cost", nm.expr(k.cost)))
     if not (type(k.chunk) is ir.Num and k.chunk.value == 0):
         d.append("chunk " + nm.short(k.chunk))
     if k.serve == "ExclusivePrefill":
@@ -229,7 +285,8 @@ def _resources(prog: ir.Program, nm: Namer):
             key = "%s:%d" % (kind, base)
             for i in range(base, base + count):
                 keys[i] = key
-            res.append(Resource(key, kind, decls[base].name, count, detail(decls[base], nm)))
+            lines, tip = fold(detail(decls[base], nm, getattr(prog, "surface", None) or {}))
+            res.append(Resource(key, kind, decls[base].name, count, lines, tip))
     rel: List[Relation] = []
     seen = set()
 
@@ -262,7 +319,8 @@ class _PathBuilder(object):
         self.observed: List[str] = []
 
     def step(self, kind: str, lines: List[str], uses=()) -> Step:
-        s = Step(self.next_id, kind, lines, list(uses))
+        lines, tip = fold(lines)
+        s = Step(self.next_id, kind, lines, list(uses), tip)
         self.next_id += 1
         return s
 
@@ -280,26 +338,26 @@ class _PathBuilder(object):
         for s in self.prog.blocks[index]:
             t = type(s)
             if t is ir.Hold:
-                parts = ["%s (%s)" % (nm.ref(hp.ref, True), shorten(nm.expr(hp.units), 22))
+                parts = ["%s (%s)" % (nm.ref(hp.ref, True), shorten(nm.expr(hp.units)))
                          for hp in s.pools]
                 lines = ["hold " + parts[0]] + ["     " + p for p in parts[1:]]
                 if s.reuse is not None:
-                    lines.append("reuse (%s)" % shorten(nm.expr(s.reuse), 24))
+                    lines.append("reuse (%s)" % shorten(nm.expr(s.reuse)))
                 out.append(self.step("hold", lines, [self.pool(hp.ref, "hold") for hp in s.pools]))
                 out.extend(self.block(s.body, depth + 1).items)
                 names = ", ".join(nm.ref(hp.ref, True) for hp in s.pools)
-                lines = ["release " + shorten(names, 28)]
+                lines = ["release " + shorten(names)]
                 if s.cache is not None:
-                    lines.append("cache (%s)" % shorten(nm.expr(s.cache), 24))
+                    lines.append("cache (%s)" % shorten(nm.expr(s.cache)))
                 if s.lease is not None:
                     lines.append("lease %s (%s)" % (nm.ref(s.lease[0], True),
-                                                    shorten(nm.expr(s.lease[1]), 16)))
+                                                    shorten(nm.expr(s.lease[1]))))
                 out.append(self.step("release", lines,
                                      [self.pool(hp.ref, "release") for hp in s.pools]))
             elif t is ir.Run:
                 mode = "" if s.mode == "Plain" else " " + s.mode.lower()
                 lines = ["run %s%s" % (nm.ref(s.stage, False), mode),
-                         "(%s)" % shorten(nm.expr(s.work), 30)]
+                         "(%s)" % shorten(nm.expr(s.work))]
                 uses = [self.stage(s.stage, "run")] + [self.stage(a, "run") for a in s.also]
                 if s.also:
                     lines.append("also " + ", ".join(nm.ref(a, False) for a in s.also))
@@ -325,12 +383,12 @@ class _PathBuilder(object):
                 var = self.prog.attrs[s.var] if 0 <= s.var < len(self.prog.attrs) else "?"
                 out.append(self.step("choose", [
                     "choose %s in %s" % (var, nm.short(s.count)),
-                    "by " + shorten(", ".join(nm.expr(k) for k in s.key), 30)]))
+                    "by " + shorten(", ".join(nm.expr(k) for k in s.key))]))
             elif t is ir.Branch:
                 a = self.block(s.then, depth + 1)
                 b = self.block(s.other, depth + 1)
                 if a.items or b.items:
-                    out.append(Split("branch", shorten(nm.expr(s.test), 26), [a, b]))
+                    out.append(Split("branch", shorten(nm.expr(s.test), LABEL_MAX), [a, b]))
             elif t is ir.Loop:
                 out.append(Repeat("loop", self.block(s.body, depth + 1)))
             elif t is ir.Fork:
@@ -340,7 +398,7 @@ class _PathBuilder(object):
             elif t is ir.Turn:
                 sets = [self.prog.attrs[i] for i in _set_slots(self.prog, self.prog.turn)]
                 out.append(self.step("turn", ["turn"] + (
-                    ["sets " + shorten(", ".join(sets), 28)] if sets else [])))
+                    ["sets " + shorten(", ".join(sets))] if sets else [])))
             elif t is ir.End:
                 out.append(self.step("end", ["end"]))
             elif t is ir.Observe:
@@ -366,11 +424,11 @@ def arrival_text(prog: ir.Program, nm: Namer) -> List[str]:
     else:
         first = "no arrivals" if prog.trace is None else "trace"
     if prog.trace is not None:
-        first = "trace %s" % shorten(prog.trace, 24)
+        first = "trace %s" % shorten(prog.trace)
     lines = ["workload", first]
     visible = [prog.attrs[i] for i in _set_slots(prog, prog.init)]
     if visible:
-        lines.append("sets " + shorten(", ".join(visible), 28))
+        lines.append("sets " + shorten(", ".join(visible)))
     return lines
 
 

@@ -2,7 +2,7 @@
 fonts or images)."""
 from typing import List
 
-from .layout import LINE_H, PAD_X, PAD_Y, Box, Layout, Line
+from .layout import LINE_H, PAD_X, PAD_Y, STACK, Box, Layout, Line
 
 FONT = "DejaVu Sans Mono, Menlo, Consolas, monospace"
 
@@ -23,6 +23,16 @@ def _marker_id(color: str) -> str:
 
 def _box(b: Box) -> List[str]:
     out = []
+    if b.tip:
+        out.append("<g><title>%s</title>" % _esc(b.tip))
+    if b.stack > 1:
+        # a family: the outlines of two more members behind the box
+        for k in (2, 1):
+            d = STACK * k
+            out.append('<path d="M%s %s L%s %s L%s %s" fill="none" stroke="%s" '
+                       'stroke-width="1.2"/>' % (
+                           _n(b.x + d), _n(b.y - d), _n(b.x + b.w + d), _n(b.y - d),
+                           _n(b.x + b.w + d), _n(b.y + b.h - d), b.stroke))
     common = 'fill="%s" stroke="%s" stroke-width="1.5"' % (b.fill, b.stroke)
     if b.shape == "diamond":
         cx, cy = b.x + b.w / 2, b.y + b.h / 2
@@ -39,6 +49,8 @@ def _box(b: Box) -> List[str]:
         weight = ' font-weight="bold"' if i == 0 and b.bold_first else ""
         out.append('<text x="%s" y="%s"%s>%s</text>' % (
             _n(b.x + PAD_X), _n(b.y + PAD_Y + LINE_H * i + 11.5), weight, _esc(line)))
+    if b.tip:
+        out.append("</g>")
     return out
 
 

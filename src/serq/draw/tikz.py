@@ -1,6 +1,6 @@
 """A ``Layout`` as a TikZ picture (``\\usepackage{tikz}``; put it in a
 ``figure``, or compile it alone with the ``standalone`` class)."""
-from .layout import LINE_H, PAD_X, PAD_Y, Layout
+from .layout import LINE_H, PAD_X, PAD_Y, STACK, Layout
 
 _SPECIAL = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&",
             "#": r"\#", "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}",
@@ -66,6 +66,11 @@ def render(lay: Layout) -> str:
         out.append("\\draw[%s] %s;" % (",".join(opts), path))
     for b in lay.boxes:
         style = "draw=%s,fill=%s,line width=1.1pt" % (_color(b.stroke), _color(b.fill))
+        for k in ((2, 1) if b.stack > 1 else ()):
+            d = STACK * k  # a family: the outlines of two more members behind
+            out.append("\\draw[%s,line width=0.9pt] %s -- %s -- %s;" % (
+                _color(b.stroke), _pt(b.x + d, b.y - d), _pt(b.x + b.w + d, b.y - d),
+                _pt(b.x + b.w + d, b.y + b.h - d)))
         if b.shape == "diamond":
             cx, cy = b.x + b.w / 2, b.y + b.h / 2
             out.append("\\filldraw[%s] %s -- %s -- %s -- %s -- cycle;" % (

@@ -86,6 +86,9 @@ class ExtSample:
     values: Optional[List[float]] = None
     counts: Optional[List[int]] = None
     source: Optional[str] = None
+    # Nor this: some options as the program text writes them (``def`` uses
+    # unexpanded), for ``serq draw`` (``syntax.ast.Program.surface``).
+    surface: dict = field(default_factory=dict)
     column: Optional[str] = None
 
 

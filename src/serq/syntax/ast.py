@@ -411,6 +411,9 @@ class Program:
     # Hazards of a program serQ 0.1.3 runs as written (``SerqWarning``s), in
     # the order found: the parser's, then the linker's.
     warnings: List["SerqWarning"] = field(default_factory=list)
+    # Options as the program writes them (``def`` uses unexpanded), for
+    # ``serq draw``: "stage NAME cost" -> "cost_step(eff, 0.8)".
+    surface: Dict[str, str] = field(default_factory=dict)
 
 
 def walk(stmts: List[Stmt]):

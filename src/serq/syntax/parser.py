@@ -533,6 +533,13 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
         self.stages[name] = (kind, size)
         self.stage_order.append(name)
 
+    def note_surface(self, name: Token, what: str, start: int) -> None:
+        """Keep an option's expression as written (before any `def` is
+        expanded) for `serq draw`: ``prog.surface["stage NAME what"]``."""
+        toks = self.toks[start:self.pos]
+        if toks and len(toks) <= 400:
+            self.prog.surface["stage %s %s" % (name.text, what)] = tokens_text(toks)
+
     def parse_step(self, name: Token) -> ast.StepOptions:
         self.expect("{")
         seen: Dict[str, Token] = {}
@@ -553,10 +560,13 @@ class Parser(DefsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
             self.next()
             if w == "serve" and serve_tok is not None:
                 raise self.error("`serve` twice: a step stage serves its residents in one way", self.peek())
+            start = self.pos
             if w == "budget":
                 opts.budget = self.parse_expr()
+                self.note_surface(name, w, start)
             elif w == "cost":
                 cost = self.parse_expr()
+                self.note_surface(name, w, start)
             elif w == "chunk":
                 opts.chunk = self.parse_expr()
             elif w == "granule":
@@ -838,6 +848,30 @@ def _first_not_set_observe(stmts):
             return s
     return None
 
+
+
+_TIGHT_AFTER = ("(", "[", "~", ".")
+_TIGHT_BEFORE = (")", "]", ",", ".", "(", "[")
+_OPERATORS = ("+", "-", "*", "/", "^", "<", "<=", ">", ">=", "==", "!=", "&&", "||", "?", ":",
+              "(", "[", ",", "!")
+
+
+def tokens_text(toks: List[Token]) -> str:
+    """Tokens as one line of program text, spaced as ``serq fmt`` spaces
+    expressions (``f(a, b) * 2``, ``-x``, ``~exp(2)``)."""
+    out: List[str] = []
+    prev: Optional[Token] = None
+    unary = False
+    for t in toks:
+        text = '"%s"' % t.text if t.kind == STRING else t.text
+        tight = prev is None or unary or prev.text in _TIGHT_AFTER and prev.kind == PUNCT or \
+            (t.kind == PUNCT and t.text in _TIGHT_BEFORE and
+             not (t.text in ("(", "[") and prev.kind == PUNCT and prev.text not in (")", "]")))
+        out.append(text if tight else " " + text)
+        unary = t.kind == PUNCT and t.text in ("-", "!") and (
+            prev is None or (prev.kind == PUNCT and prev.text in _OPERATORS))
+        prev = t
+    return "".join(out)
 
 
 def parse_program(text: str, file: str = "<text>", *, defs: Optional[Dict[str, str]] = None,
