@@ -75,7 +75,8 @@ def _panel(ax, p: Panel) -> None:
     ax.set_ylabel(p.ylabel)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8, loc="best", ncol=2 if len(p.traces) > 4 else 1)
+        ax.legend(fontsize=8, loc="upper right" if p.band else "best",
+                  ncol=2 if len(p.traces) > 4 else 1)
 
 
 def draw(plt, s: Section):
