@@ -14,6 +14,7 @@ MAX_LINES = 12  # lines per time-series panel
 MAX_POOLS = 8  # pool panels
 MAX_GAUGES = 6  # the program's own gauges, one panel each
 CDF_POINTS = 2000  # points of a drawn CDF at most (every sample when fewer)
+SERIES_BINS = 1500  # a longer series is thinned to 4 points a bin (thin)
 USED, CACHED, CAP = "#3a78b5", "#e0a030", "#c0392b"
 
 
@@ -99,13 +100,59 @@ def itl_section(data: RunData) -> Tuple[Optional[Section], Optional[str]]:
                    "0.5 %), with their mean, median and 99th percentile.", ncols=2), None
 
 
+def thin(ts: List[float], keys: List[float], bins: int = SERIES_BINS) -> List[int]:
+    """The indices of a step function's points to draw: all of them when
+    they are few, else in each of ``bins`` equal spans of time its first,
+    its largest and smallest (by ``keys``) and its last point, so that
+    every peak and trough stays drawn."""
+    if len(ts) <= 4 * bins:
+        return list(range(len(ts)))
+    t0, width = ts[0], (ts[-1] - ts[0]) / bins or 1.0
+    out: List[int] = []
+    i, n = 0, len(ts)
+    while i < n:
+        b = int((ts[i] - t0) / width)
+        j = i
+        while j + 1 < n and int((ts[j + 1] - t0) / width) == b:
+            j += 1
+        span = range(i, j + 1)
+        lo = min(span, key=lambda x: keys[x])
+        hi = max(span, key=lambda x: keys[x])
+        out.extend(sorted({i, lo, hi, j}))
+        i = j + 1
+    return out
+
+
 def _step(data: RunData, name: str, k: float, end: Optional[float]) -> Tuple[List, List]:
     ts, vs = data.gauges[name]
     ts, vs = [t * k for t in ts], list(vs)
     if ts and end is not None and end * k > ts[-1]:
         ts.append(end * k)
         vs.append(vs[-1])
-    return ts, vs
+    keep = thin(ts, vs)
+    return [ts[i] for i in keep], [vs[i] for i in keep]
+
+
+def _pool_layers(data: RunData, pool: str, k: float, end: Optional[float]) -> List[Trace]:
+    """Used and cached units on one grid, thinned by their sum (so that the
+    stacked area keeps its peaks and never shows more than there was)."""
+    from .figure import stacked
+    names = [("used", USED, SERIES_PREFIX + "used." + pool),
+             ("cached", CACHED, SERIES_PREFIX + "cached." + pool)]
+    names = [n for n in names if n[2] in data.gauges]
+    full = []
+    for _, _, g in names:
+        ts, vs = data.gauges[g]
+        ts, vs = [t * k for t in ts], list(vs)
+        if ts and end is not None and end * k > ts[-1]:
+            ts.append(end * k)
+            vs.append(vs[-1])
+        full.append(Trace(g, ts, vs))
+    grid, layers = stacked(full)
+    keep = thin(grid, [sum(layer[i] for layer in layers) for i in range(len(grid))])
+    return [Trace(name, [grid[i] for i in keep], [layer[i] for i in keep], shape="stack",
+                  color=colour, hover="units")
+            for (name, colour, _), layer in zip(names, layers)]
 
 
 def _member(gauge: str) -> str:
@@ -120,12 +167,7 @@ def series_section(data: RunData) -> Optional[Section]:
     pools = [_member(n) for n in data.gauges if n.startswith(SERIES_PREFIX + "used.")]
     panels = []
     for pool in pools[:MAX_POOLS]:
-        traces = [Trace("used", *_step(data, SERIES_PREFIX + "used." + pool, k, end),
-                        shape="stack", color=USED, hover="units")]
-        cached = SERIES_PREFIX + "cached." + pool
-        if cached in data.gauges:
-            traces.append(Trace("cached", *_step(data, cached, k, end), shape="stack",
-                                color=CACHED, hover="units"))
+        traces = _pool_layers(data, pool, k, end)
         cap = data.caps.get(pool)
         marks = [] if cap is None else [Mark(cap, "cap %.6g" % cap, CAP, axis="y", dash="dash")]
         panels.append(Panel("Pool %s: units held and cached%s" % (

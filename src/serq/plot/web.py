@@ -3,6 +3,7 @@ loaded on demand: every figure a plotly graph (hover values, zoom, pan),
 plotly.js inlined once in the page so that it needs no network, then the
 report's numbers as tables and its text."""
 import html
+import math
 from typing import List, Optional, Sequence
 
 from ..errors import UsageError
@@ -10,7 +11,6 @@ from .figure import Panel, Section, stacked
 from .tables import Table
 
 DASH = {"dot": "dot", "dash": "dash", None: "solid"}
-CORNERS = ("top right", "top left", "bottom right", "bottom left")
 
 
 def _plotly():
@@ -57,9 +57,17 @@ def _traces(go, fig, p: Panel, row: int, col: int, seen: set) -> None:
                       row=row, col=col)
     for i, m in enumerate(p.marks):
         kw = dict(line_color=m.color, line_dash=DASH.get(m.dash, "dot"), line_width=1,
-                  annotation_text=m.label, annotation_font_size=10,
-                  annotation_position=CORNERS[i % len(CORNERS)], row=row, col=col)
-        (fig.add_vline(x=m.at, **kw) if m.axis == "x" else fig.add_hline(y=m.at, **kw))
+                  row=row, col=col)
+        # (an annotation on a log axis is placed by the exponent, a shape by the value)
+        if m.axis == "x":
+            fig.add_vline(x=m.at, **kw)
+            x = math.log10(m.at) if p.xlog and m.at > 0 else m.at
+            fig.add_annotation(x=x, y=1.0 - 0.09 * i, yref="y domain", text=m.label,
+                               showarrow=False, xanchor="left", font=dict(size=10, color=m.color),
+                               bgcolor="rgba(255,255,255,0.7)", row=row, col=col)
+        else:
+            fig.add_hline(y=m.at, annotation_text=m.label, annotation_font_size=10,
+                          annotation_position="top right", **kw)
     groups = {}
     for b in p.bars:
         groups.setdefault(b.group, []).append(b)
