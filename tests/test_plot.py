@@ -448,3 +448,23 @@ def test_html_report_renders_in_headless_chromium(step_program, tmp_path):
     rgb = pixels[..., :3]
     blue = ((rgb[..., 2] - rgb[..., 0]) > 0.25).mean()
     assert blue > 0.002, blue
+
+
+def test_a_long_series_is_thinned_keeping_every_peak():
+    from serq.plot.runfigs import SERIES_BINS, thin
+    n = 20 * SERIES_BINS
+    ts = [i * 0.01 for i in range(n)]
+    vs = [float((i * 7919) % 1000) for i in range(n)]
+    vs[12345] = 5000.0  # one spike
+    keep = thin(ts, vs)
+    assert keep == sorted(set(keep)) and keep[0] == 0 and keep[-1] == n - 1
+    assert len(keep) <= 4 * SERIES_BINS + 4 < n
+    assert 12345 in keep
+    # each bin's extremes are kept: the thinned series' max and min over any bin are the full one's
+    width = (ts[-1] - ts[0]) / SERIES_BINS
+    for b in (0, 17, SERIES_BINS // 2, SERIES_BINS - 1):
+        full = [v for t, v in zip(ts, vs) if int((t - ts[0]) / width) == b]
+        kept = [vs[i] for i in keep if int((ts[i] - ts[0]) / width) == b]
+        assert max(kept) == max(full) and min(kept) == min(full)
+    short = list(range(10))
+    assert thin([float(t) for t in short], [0.0] * 10) == short
