@@ -1,8 +1,8 @@
 """``serq plot``: its arguments and its command (the drawing is elsewhere).
 
     serq plot TABLE.csv|.parquet [--x NAME] [--metric PATTERN]... -o OUT
-    serq plot --run FILE [--seed N] [--set …] [--def …] [--horizon T] … -o OUT
-    serq plot --dump DIR [--iterations FILE] -o OUT
+    serq plot --run FILE [--seed N] [--set …] [--def …] [--horizon T] … [--window A:B] -o OUT
+    serq plot --dump DIR [--iterations FILE] [--window A:B] -o OUT
 
 OUT ends in ``.png`` (one image, the figures stacked, drawn by matplotlib)
 or ``.html`` (one self-contained interactive page drawn by plotly, its

@@ -55,7 +55,7 @@ def _unit(metric: str) -> str:
     """The unit of a sweep metric, read from its name."""
     kind, _, stat = metric.rpartition(".")
     if metric.startswith("observe."):
-        return "as observed" if stat not in ("count", "rate") else (
+        return "observation's unit" if stat not in ("count", "rate") else (
             "samples" if stat == "count" else "/s")
     if stat in ("throughput",) or stat.endswith("rate"):
         return "/s"
