@@ -53,7 +53,8 @@ def _panel(ax, p: Panel) -> None:
                 lanes.setdefault(b.lane, []).append((b.start, b.width))
             for i, (lane, spans) in enumerate(lanes.items()):
                 ax.broken_barh(spans, (row[lane] - 0.4, 0.8), facecolors=bars[0].color,
-                               edgecolor="white", lw=0.3, label=group if i == 0 else None)
+                               edgecolor="white", lw=0.3 if len(p.bars) < 300 else 0,
+                               label=group if i == 0 else None)  # (dense: no edges)
         ax.set_yticks(range(len(p.lanes)), p.lanes, fontsize=7 if len(p.lanes) > 8 else 9)
         ax.set_ylim(-0.6, max(len(p.lanes), 1) - 0.4)
         ax.invert_yaxis()
