@@ -12,7 +12,7 @@ written as if run from the repository's root):
   namespace (a block that calls ``to_dataframe`` or ``serq.sweep`` needs pandas: without
   it the page's other blocks run and the test is skipped; so does a
   block of either kind that mentions ``serq plot``, which needs
-  matplotlib);
+  matplotlib and plotly);
 * a ```` ```console ```` (or ```` ```sh ````) block holds commands, each a line ``$ serq ...``,
   and what it prints below it (stdout, then stderr).  The output shown must
   be the output, line for line, except that a line ``...`` stands for any
@@ -48,7 +48,7 @@ try:
     HAVE_PANDAS = True
 except ImportError:
     HAVE_PANDAS = False
-HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+HAVE_MATPLOTLIB = all(importlib.util.find_spec(m) is not None for m in ("matplotlib", "plotly"))
 
 
 def blocks(text):
@@ -94,7 +94,9 @@ def run_console_block(body: str, work: Path, where: str) -> None:
             assert commands, "%s: output before any `$ serq` command" % where
             commands[-1][1].append(line.rstrip())
     assert commands, "%s: a console block without a command" % where
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), COLUMNS="100")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT / "src")] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                               if p]), COLUMNS="100")
     for command, expected in commands:
         argv = shlex.split(command)
         assert argv[0] == "serq", "%s: only `$ serq ...` commands run: %s" % (where, command)
@@ -127,7 +129,7 @@ def test_every_block_runs(page, tmp_path, monkeypatch):
                 where, kind)
             continue
         if "serq plot" in body and kind != "serq" and not HAVE_MATPLOTLIB:
-            needs.append("%s needs matplotlib (the `plot` extra)" % where)
+            needs.append("%s needs matplotlib and plotly (the `plot` extra)" % where)
             continue
         if kind == "serq":
             run_serq_block(body, work, where)

@@ -22,7 +22,7 @@ run { horizon 10; }
 """
 
 # Third-party packages none of these commands needs.
-HEAVY = ("numpy", "pandas", "matplotlib", "scipy", "ray", "pyarrow", "rich", "pyserq")
+HEAVY = ("numpy", "pandas", "matplotlib", "plotly", "scipy", "ray", "pyarrow", "rich", "pyserq")
 # serq's own modules for the other commands and for the Python API.
 OPTIONAL = ("serq.api", "serq.builder", "serq.sweep", "serq.plot", "serq.traces",
             "serq.draw", "serq.fmt", "serq.report.admission", "serq.report.dump")

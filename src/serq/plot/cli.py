@@ -1,11 +1,12 @@
 """``serq plot``: its arguments and its command (the drawing is elsewhere).
 
     serq plot TABLE.csv|.parquet [--x NAME] [--metric PATTERN]... -o OUT
-    serq plot --run FILE [--seed N] [--set …] [--def …] [--horizon T] … -o OUT
-    serq plot --dump DIR [--iterations FILE] -o OUT
+    serq plot --run FILE [--seed N] [--set …] [--def …] [--horizon T] … [--window A:B] -o OUT
+    serq plot --dump DIR [--iterations FILE] [--window A:B] -o OUT
 
-OUT ends in ``.png`` (one image, the figures stacked) or ``.html`` (one
-self-contained page, every figure embedded as a PNG data URI).
+OUT ends in ``.png`` (one image, the figures stacked, drawn by matplotlib)
+or ``.html`` (one self-contained interactive page drawn by plotly, its
+plotly.js inlined, with tables of the numbers).
 """
 import math
 import os
@@ -26,12 +27,25 @@ def _number(text: str) -> float:
     return v
 
 
+def _window(text: str):
+    import argparse
+    start, sep, end = text.partition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError("%r is not START:END (two times in seconds, e.g. "
+                                         "20:25)" % text)
+    a, b = _number(start), _number(end)
+    if not a < b:
+        raise argparse.ArgumentTypeError("%r: START must be before END" % text)
+    return a, b
+
+
 def add_arguments(p, pair) -> None:
-    from ..argtypes import DEF_HELP, SET_HELP, add_run_settings, pos_int as _pos_int
+    from ..argtypes import DEF_HELP, SET_HELP, add_run_settings
     p.add_argument("table", nargs="?", help="a sweep's table (serq sweep -o TABLE)")
     p.add_argument("--run", metavar="FILE",
-                   help="run FILE once and draw its observations' CDFs, pool occupancy and "
-                   "queue lengths over time and a Gantt chart of its step iterations")
+                   help="run FILE once and draw its observations' CDFs, each step stage's "
+                   "inter-token latency, pool occupancy (held and cached units) and queue "
+                   "lengths over time and a Gantt chart of its step iterations")
     p.add_argument("--dump", metavar="DIR",
                    help="with --run: also keep the run's series here (serq run --dump); "
                    "alone: draw a dump written by `serq run --dump DIR`")
@@ -53,10 +67,9 @@ def add_arguments(p, pair) -> None:
     add_run_settings(r)
     r.add_argument("--observe", action="append", default=[], metavar="NAME",
                    help="observations whose CDF to draw (default: all)")
-    r.add_argument("--gantt-from", type=_number, metavar="T",
-                   help="the Gantt chart starts at time T (default: the warm-up's end)")
-    r.add_argument("--gantt-iterations", type=_pos_int, default=60, metavar="N",
-                   help="iterations the Gantt chart shows (default 60)")
+    r.add_argument("--window", type=_window, metavar="START:END",
+                   help="the Gantt chart's window in seconds (default: from the warm-up's end, "
+                   "10 median request lifetimes and at least 300 iterations)")
     p.set_defaults(pair=pair)
 
 
@@ -87,16 +100,17 @@ def command(args) -> int:
     if not args.dump and args.iterations:
         raise UsageError("--iterations goes with --dump DIR")
     if args.table:
-        if args.observe or args.gantt_from is not None:
-            raise UsageError("--observe and --gantt-from draw one run: use them with --run")
+        if args.observe or args.window is not None:
+            raise UsageError("--observe and --window draw one run: use them with --run or "
+                             "--dump")
         from .sweep import sweep_figures
         from ..sweep.table import read
         table = read(args.table)
-        figures = sweep_figures(table, args.x, args.metric, args.log_y)
+        figures, tables = sweep_figures(table, args.x, args.metric, args.log_y)
         title = "serq sweep: %s" % os.path.basename(args.table)
         source = "%d row%s of %s" % (len(table.rows), "" if len(table.rows) == 1 else "s",
                                      args.table)
-        notes, report = [], None
+        notes, report_text = [], None
         if table.incomplete:
             # An interrupted sweep's table: said in the page and on stderr.
             notes.append("%s is %s" % (os.path.basename(args.table), table.incomplete))
@@ -120,14 +134,17 @@ def command(args) -> int:
             title = "serq dump: %s" % args.dump
             source = "the dump %s" % args.dump
         from .runfigs import run_figures
-        figures, notes = run_figures(data, args.observe, args.gantt_from, args.gantt_iterations)
-        report = data.report_text
-    from .output import write_html, write_png
+        figures, notes = run_figures(data, args.observe, args.window)
+        report_text = data.report_text
+        from .tables import report_tables, sample_tables
+        tables = report_tables(data.report) if data.report is not None else \
+            sample_tables(data.observes, data.units)
     if kind == "png":
+        from .mpl import write_png
         write_png(figures, args.output)
     else:
-        write_html(figures, args.output, title, notes, report)
-    import sys
+        from .web import write_html
+        write_html(figures, args.output, title, notes, tables, report_text)
     sys.stderr.write("wrote %s: %d figure%s from %s\n" % (
         args.output, len(figures), "" if len(figures) == 1 else "s", source))
     return 0

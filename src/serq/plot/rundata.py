@@ -1,16 +1,21 @@
 """The data of one run's figures, read from a ``serq run --dump`` directory
 and an iteration trace (``--trace-iterations``).
 
-``run_and_dump`` makes both for a program: it adds one gauge per pool
-member (``serq.occupancy.NAME``: used over cap, or ``serq.used.NAME`` for a
-pool without a cap), one per pool member's admission queue
+``run_and_dump`` makes both for a program: it adds two gauges per pool
+member, its units held (``serq.used.NAME``) and its cached units
+(``serq.cached.NAME``, read from the simulator's pool: the language has no
+query for them), one per pool member's admission queue
 (``serq.queued.NAME``) and one per stage member (``serq.queue.NAME``, the
 sessions at the stage, as ``queue(stage)`` reads), runs it once, writes
 the dump with those gauges and the iteration trace, and reads them back.
 A gauge only reads the state, so the run is the one ``serq run`` makes (the
-same report, but for these gauges).
+same report, but for these gauges).  Beside the dump it writes
+``serq-plot.json`` (``META_FILE``): the warm-up, the end, each pool's cap,
+each observation's unit and each step stage's inter-token histogram, which
+``load_dump`` reads back when it is there.
 """
 import csv
+import json
 import math
 import os
 import re
@@ -21,6 +26,7 @@ from ..errors import OutputError, UsageError
 
 SERIES_PREFIX = "serq."
 ITERATIONS_FILE = "iterations.txt"
+META_FILE = "serq-plot.json"
 
 _ITER = re.compile(r"^(\S+) (\S+) res=(\d+) pre=(\S+)/(\d+) dec=(\S+)/(\d+) adm=(\d+) "
                    r"pmt=(\d+) cost=(\S+) \|(.*)$")
@@ -56,6 +62,12 @@ class RunData:
     warmup: Optional[float] = None
     end: Optional[float] = None
     report_text: Optional[str] = None
+    report: Optional[object] = None  # the run's report (report.model.Report)
+    units: Dict[str, Optional[str]] = field(default_factory=dict)  # "s" for a time
+    caps: Dict[str, float] = field(default_factory=dict)  # pool member -> cap
+    # step stage member -> (gaps, mean, [[value, count], ...] in value order)
+    itl: Dict[str, Tuple[int, Optional[float], List[List[float]]]] = \
+        field(default_factory=dict)
 
 
 def series_gauges(prog) -> List:
@@ -79,12 +91,8 @@ def series_gauges(prog) -> List:
     out = []
     pf = families(prog.pools)
     for p in prog.pools:
-        used = ir.Call("Used", [ir.ArgPool(ref(pf, p))])
-        if math.isinf(p.cap) or p.cap <= 0:
-            out.append(ir.Gauge(SERIES_PREFIX + "used." + label(p), used))
-        else:
-            out.append(ir.Gauge(SERIES_PREFIX + "occupancy." + label(p),
-                                ir.Binary("Div", used, ir.Num(float(p.cap)))))
+        out.append(ir.Gauge(SERIES_PREFIX + "used." + label(p),
+                            ir.Call("Used", [ir.ArgPool(ref(pf, p))])))
         out.append(ir.Gauge(SERIES_PREFIX + "queued." + label(p),
                             ir.Call("Queued", [ir.ArgPool(ref(pf, p))])))
     sf = families(prog.stages)
@@ -96,6 +104,35 @@ def series_gauges(prog) -> List:
     return out
 
 
+def label(name: str, member: Optional[int]) -> str:
+    return name if member is None else "%s[%d]" % (name, member)
+
+
+def _cached_gauges(sim) -> None:
+    """``serq.cached.NAME`` for each pool, read as the gauges are (at each
+    event's end): the units of the pool's cached entries."""
+    from ..sim.timeavg import GaugeTrace
+    for p in sim.pools:
+        sim.gauges.append(GaugeTrace(SERIES_PREFIX + "cached." + label(p.name, p.member),
+                                     (lambda pool: lambda: pool.cached)(p)))
+
+
+def itl_buckets(hist) -> Tuple[int, Optional[float], List[List[float]]]:
+    """An ``ItlHistogram`` as (gaps, mean, [[value, count]...]): each
+    bucket's value as the report's quantiles read it (its geometric middle
+    clamped to its smallest and largest gap)."""
+    from ..report.stats import ItlHistogram
+    out = []
+    for k in sorted(hist.buckets):
+        count, lo, hi = hist.buckets[k]
+        if k == ItlHistogram.bucket(0.0):
+            v = lo
+        else:
+            v = min(max(math.exp((k + 0.5) * math.log1p(0.01)), lo), hi)
+        out.append([v, count])
+    return hist.n, hist.mean(), out
+
+
 def run_and_dump(path: str, directory: str, sets, defs, **settings) -> RunData:
     """Run the program at ``path`` once with the series gauges, write its
     dump and iteration trace to ``directory`` and read them back."""
@@ -104,6 +141,7 @@ def run_and_dump(path: str, directory: str, sets, defs, **settings) -> RunData:
     from ..report.build import build_report
     from ..report.dump import write_dump
     from ..report.text import report_text
+    from ..report.units import observation_units
     from ..runner import simulate
     if is_ir(path, read_source(path)):
         if sets or defs:
@@ -123,7 +161,8 @@ def run_and_dump(path: str, directory: str, sets, defs, **settings) -> RunData:
                           % (directory, e.strerror or e)) from None
     trace_file = os.path.join(directory, ITERATIONS_FILE)
     with replacing(trace_file) as out:
-        sim = simulate(prog, trace_iterations=lambda line: out.write(line + "\n"))
+        sim = simulate(prog, trace_iterations=lambda line: out.write(line + "\n"),
+                       on_start=_cached_gauges)
         if sim.partial is not None:  # Ctrl-C stopped the run: no figures of half a run
             raise KeyboardInterrupt()
     write_dump(directory, {o.name: o for o in sim.observations},
@@ -131,9 +170,17 @@ def run_and_dump(path: str, directory: str, sets, defs, **settings) -> RunData:
     report = build_report(sim)
     # The report as `serq run` prints it: without the gauges added here.
     report.gauges = {k: v for k, v in report.gauges.items() if not k.startswith(SERIES_PREFIX)}
+    meta = {"warmup": prog.warmup, "end": sim.end,
+            "caps": {label(p.name, p.member): p.cap for p in sim.pools
+                     if not math.isinf(p.cap)},
+            "units": dict(zip(prog.observes, observation_units(prog))),
+            "itl": {label(st.name, st.member): itl_buckets(st.stats.itl) for st in sim.stages
+                    if st.kind == "step" and st.stats.itl is not None}}
+    from ..atomic import write_text
+    write_text(os.path.join(directory, META_FILE), json.dumps(meta, indent=1) + "\n")
     data = load_dump(directory, trace_file)
-    data.warmup, data.end = prog.warmup, sim.end
     data.report_text = report_text(report)
+    data.report = report
     return data
 
 
@@ -190,6 +237,19 @@ def load_dump(directory: str, iterations: Optional[str] = None) -> RunData:
     ends = [ts[-1] for ts in data.observe_times.values() if ts] + \
         [g[0][-1] for g in data.gauges.values() if g[0]]
     data.end = max(ends) if ends else None
+    meta_path = os.path.join(directory, META_FILE)
+    if os.path.isfile(meta_path):
+        try:
+            with open(meta_path) as f:
+                meta = json.load(f)
+            data.warmup, data.end = float(meta["warmup"]), float(meta["end"])
+            data.caps = {k: float(v) for k, v in meta["caps"].items()}
+            data.units = dict(meta["units"])
+            data.itl = {k: (int(n), mean, [[float(v), int(c)] for v, c in b])
+                        for k, (n, mean, b) in meta["itl"].items()}
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise UsageError("%s: not what `serq plot --run --dump` writes (%s)"
+                             % (meta_path, e)) from None
     return data
 
 

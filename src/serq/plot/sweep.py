@@ -7,9 +7,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..errors import UsageError
 from ..sweep.table import Table, cell
-from .figure import Section, pyplot
+from .figure import Panel, Section, Trace
 
 DEFAULT_METRICS = ("observe.*.mean", "observe.*.p99")
+PALETTE = ("#3a78b5", "#e07b39", "#2e8b57", "#8e5ea2", "#c0392b", "#7f7f7f", "#b8860b",
+           "#17becf")
 
 
 def _metrics(table: Table, patterns: Sequence[str]) -> List[str]:
@@ -49,46 +51,64 @@ def _x_axis(table: Table, x: Optional[str]) -> int:
     return j
 
 
+def _unit(metric: str) -> str:
+    """The unit of a sweep metric, read from its name."""
+    kind, _, stat = metric.rpartition(".")
+    if metric.startswith("observe."):
+        return "observation's unit" if stat not in ("count", "rate") else (
+            "samples" if stat == "count" else "/s")
+    if stat in ("throughput",) or stat.endswith("rate"):
+        return "/s"
+    if "wait" in stat or "service" in stat or "itl" in stat or stat.endswith("_step"):
+        return "s"
+    if stat in ("utilization", "prefill_only", "decode_only", "mixed"):
+        return "share of time"
+    if metric.startswith("pool.") and ("used" in stat or "cached" in stat or "units" in stat):
+        return "units"
+    if "queue" in stat or "holders" in stat or "number" in stat or "live" in stat:
+        return "sessions"
+    return "count"
+
+
 def sweep_figures(table: Table, x: Optional[str], patterns: Sequence[str],
-                  log_y: bool = False) -> List[Section]:
-    plt = pyplot()
+                  log_y: bool = False) -> Tuple[List[Section], List[Tuple[str, List[str],
+                                                                          List[List[str]]]]]:
+    """The sweep's section (one panel per metric) and its numbers as a
+    table for the HTML page."""
     j = _x_axis(table, x)
     metrics = _metrics(table, patterns)
     others = [k for k in range(len(table.params)) if k != j and
               len({r.point[k] for r in table.rows}) > 1]
     fixed = [k for k in range(len(table.params)) if k != j and k not in others]
-    ncols = min(2, len(metrics))
-    nrows = (len(metrics) + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(5.4 * ncols, 3.4 * nrows), squeeze=False,
-                             layout="constrained")
-    flat = [ax for row in axes for ax in row]
-    for ax in flat[len(metrics):]:
-        ax.set_visible(False)
     xname = table.params[j]
-    for ax, metric in zip(flat, metrics):
+    panels = []
+    rows_out: List[List[str]] = []
+    for metric in metrics:
         curves: Dict[Tuple, List] = {}
         for r in table.rows:
             if r.metric == metric and r.mean is not None:
                 curves.setdefault(tuple(r.point[k] for k in others), []).append(r)
-        for key, rows in curves.items():
+        traces = []
+        for c, (key, rows) in enumerate(curves.items()):
             rows.sort(key=lambda r: r.point[j])
-            xs = [r.point[j] for r in rows]
-            ys = [r.mean for r in rows]
             label = ", ".join("%s=%s" % (table.params[k], cell(v))
-                              for k, v in zip(others, key)) or None
-            line, = ax.plot(xs, ys, marker="o", ms=3.5, lw=1.5, label=label)
-            band = [(r.point[j], r.ci_low, r.ci_high) for r in rows if r.ci_low is not None]
-            if band:
-                ax.fill_between([b[0] for b in band], [b[1] for b in band],
-                                [b[2] for b in band], color=line.get_color(), alpha=0.2, lw=0)
-        ax.set_title(metric, fontsize=10)
-        ax.set_xlabel(xname)
-        ax.set_ylabel(metric.rsplit(".", 1)[-1])
-        if log_y:
-            ax.set_yscale("log")
-        ax.grid(alpha=0.3)
-        if others and curves:
-            ax.legend(fontsize=8)
+                              for k, v in zip(others, key)) or metric
+            banded = all(r.ci_low is not None and r.ci_high is not None for r in rows)
+            traces.append(Trace(label, [r.point[j] for r in rows], [r.mean for r in rows],
+                                markers=True, color=PALETTE[c % len(PALETTE)],
+                                lo=[r.ci_low for r in rows] if banded else None,
+                                hi=[r.ci_high for r in rows] if banded else None))
+            for r in rows:
+                rows_out.append([metric, cell(r.point[j]), label if others else "",
+                                 "%.6g" % r.mean,
+                                 "" if r.ci_low is None else "%.6g" % r.ci_low,
+                                 "" if r.ci_high is None else "%.6g" % r.ci_high,
+                                 str(r.n_seeds)])
+        unit = _unit(metric)
+        panels.append(Panel(metric, "%s (swept constant)" % xname,
+                            "%s (%s%s)" % (metric.rsplit(".", 1)[-1], unit,
+                                           ", log scale" if log_y else ""),
+                            traces, ylog=log_y))
     seeds = sorted({r.n_seeds for r in table.rows if r.metric in metrics})
     caption = "Mean over %s seed%s per point, with its 95%% Student-t confidence band." % (
         "/".join(str(s) for s in seeds), "" if seeds == [1] else "s")
@@ -96,4 +116,6 @@ def sweep_figures(table: Table, x: Optional[str], patterns: Sequence[str],
         caption += " Fixed: %s." % ", ".join("%s=%s" % (table.params[k],
                                                         cell(table.rows[0].point[k]))
                                              for k in fixed)
-    return [Section("Against %s" % xname, fig, caption)]
+    numbers = ("Points", ["metric", xname, "curve", "mean", "ci low", "ci high", "seeds"],
+               rows_out)
+    return [Section("Against %s" % xname, panels, caption, ncols=2)], [numbers]
