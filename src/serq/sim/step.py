@@ -399,7 +399,7 @@ class Step(Stage):
                 if extra > EPS:
                     p = run.pools[i]
                     need = round_up(alloc + extra, p.block) - alloc
-                    if need > EPS:
+                    if need > 0.0:
                         if p.used + (p.reserved - run.reserve[i]) + need > p.cap + EPS:
                             return self.handover(B, C, assigned, left)
                         try_grow(run, i, need)
