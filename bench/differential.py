@@ -12,9 +12,9 @@ Programs:
   valid, each with a small horizon;
 * ``--seeds LO:HI --magnitudes``: the same grammar's valid programs with
   their durations and sizes moved to tiny and huge magnitudes
-  (``tests/magnitude_programs.py``: time and unit scales from subnormals
-  through 1e-300 and 1e-12 to 1e300, values one ulp off, a duration now
-  and then far below the others);
+  (``tests/magnitude_programs.py``: time, unit and token scales from
+  subnormals through 1e-300 and 1e-12 to 1e300, values one ulp off, a
+  duration now and then far below the others);
 * ``--corpus``: every program of ``tests/programs/*/`` (with its
   ``// serq-args:`` header) and of ``examples/``.
 
@@ -32,13 +32,17 @@ compared.  The outcome of a program is one of
   the run-time refusals of ``docs/divergences.md`` (``RUN_DIVERGENCES``)
   where pyserq's run reports;
 * ``both run past the limit``: neither finishes within ``--limit`` s;
+  ``serq runs past the limit, pyserq is slow too``: pyserq took more than
+  ``limit / SLOWER`` s (serq's usual speed: the same events, run slower);
 * ``refused by pyserq alone``, ``IR differs``, ``report differs``, ``run
   fails in one``, ``hang`` (pyserq ran past the limit, serq reported),
-  ``serq runs past the limit, pyserq finishes`` (with pyserq's time):
+  ``serq runs past the limit, pyserq finishes`` (in less than ``limit /
+  SLOWER`` s, with pyserq's time):
   findings to look at (the exit status is 1 when there is any).
 
 ``--program SEED`` prints the program of one seed (with ``--magnitudes``,
-its rescaled form) and stops.
+its rescaled form) and stops.  ``--json FILE`` keeps every program's row:
+kind, seed or file, outcome, detail, warnings and the two runs' seconds.
 
 serq's warnings are counted per message on programs both accept.
 """
@@ -56,7 +60,14 @@ sys.path[:0] = [os.path.join(ROOT, "tests"), os.path.join(ROOT, "src")]
 
 TRACE = os.path.join(ROOT, "tests", "programs", "warn", "data", "two.csv")
 GOOD = ("same", "refused by both", "refused by serq alone", "pyserq hangs, serq's run fails",
-        "serq's run stops where 0.1.3 goes wrong", "both run past the limit")
+        "serq's run stops where 0.1.3 goes wrong", "both run past the limit",
+        "serq runs past the limit, pyserq is slow too")
+
+# serq's interpreted core takes up to this many times pyserq's time for the
+# same events (bench/RESULTS.md: 6 to 15 times compiled, 2 to 3 times more
+# interpreted); a run past the limit where pyserq took more than
+# limit / SLOWER is speed, not a loop that serq alone runs
+SLOWER = 50
 
 # serq's run-time refusals that docs/divergences.md lists, where 0.1.3's run
 # goes on into a wrong state (its report shows it: a pool's `used` NaN)
@@ -121,7 +132,8 @@ def _reference_run(prog, limit):
 
 
 def compare(text, path=None, kwargs=None, limit=20.0):
-    """(outcome, detail, warnings) for one program's text (or file)."""
+    """(outcome, detail, warnings) for one program's text (or file); the
+    two runs' seconds, when both ran, in ``compare.seconds``."""
     import pyserq
     from fuzz_cases import Failure, bounded
     from serq.compiler import compile_program
@@ -157,6 +169,7 @@ def compare(text, path=None, kwargs=None, limit=20.0):
         return "refused by pyserq alone", ref_error, warnings
     if json.loads(dumps(ours)) != json.loads(ref.to_json()):
         return "IR differs", None, warnings
+    started = time.monotonic()
     try:
         our_report = bounded(limit, lambda: report_json(run_program(ours)))
     except RunError as e:
@@ -164,9 +177,13 @@ def compare(text, path=None, kwargs=None, limit=20.0):
     except Failure as f:
         if _reference_run(ref, limit) is None:
             return "both run past the limit", "serq: " + f.detail, warnings
-        return ("serq runs past the limit, pyserq finishes",
-                "serq: %s; pyserq: %.2f s" % (f.detail, _reference_run.seconds), warnings)
+        detail = "serq: %s; pyserq: %.2f s" % (f.detail, _reference_run.seconds)
+        if _reference_run.seconds * SLOWER >= limit:
+            return "serq runs past the limit, pyserq is slow too", detail, warnings
+        return "serq runs past the limit, pyserq finishes", detail, warnings
+    ours_s = time.monotonic() - started
     ref_report = _reference_run(ref, limit)
+    compare.seconds = (round(ours_s, 3), round(_reference_run.seconds, 3))
     if ref_report is None:
         if isinstance(our_report, tuple):
             return "pyserq hangs, serq's run fails", our_report[1], warnings
@@ -198,16 +215,18 @@ def case(job):
     from corpus import header_kwargs, in_dir
     from pathlib import Path
     try:
+        compare.seconds = None
         if kind in ("seed", "mag"):
-            return (kind, key) + compare(seed_program(kind, key), limit=limit)
+            return (kind, key) + compare(seed_program(kind, key), limit=limit) + (compare.seconds,)
         p = Path(key)
         text = p.read_text()
         with in_dir(p.parent):
-            return (kind, key) + compare(text, p.name, header_kwargs(text), limit)
+            return (kind, key) + compare(text, p.name, header_kwargs(text), limit) + \
+                (compare.seconds,)
     except Exception as e:  # a failure of this harness or of serq: a finding
         import traceback
         return kind, key, "crash", "%s: %s %s" % (type(e).__name__, e,
-                                                 traceback.format_exc(limit=-3)), []
+                                                 traceback.format_exc(limit=-3)), [], None
 
 
 def corpus_files():
@@ -257,7 +276,7 @@ def main(argv=None):
     warned = collections.Counter()
     rows = []
     with multiprocessing.Pool(a.workers, maxtasksperchild=200) as pool:
-        for n, (kind, key, outcome, detail, warnings) in enumerate(
+        for n, (kind, key, outcome, detail, warnings, seconds) in enumerate(
                 pool.imap_unordered(case, jobs, chunksize=4), 1):
             fam = FAMILY[kind] if kind in FAMILY else group(key)
             counts[fam][outcome] += 1
@@ -270,7 +289,7 @@ def main(argv=None):
                 examples[outcome][shape] = (1 + (got[0] if got else 0),
                                             got[1] if got else k, got[2] if got else msg)
             rows.append([kind, key if kind in FAMILY else os.path.relpath(key, ROOT), outcome,
-                         detail, warnings])
+                         detail, warnings, seconds])
             if n % 2000 == 0:
                 sys.stderr.write("%d/%d programs, %.0f s\n" % (n, len(jobs), time.monotonic() - t0))
     wall = time.monotonic() - t0

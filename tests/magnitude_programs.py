@@ -5,9 +5,11 @@ and rescales it: every duration by a time scale T (the work of a plain
 `run`, step costs, think and transfer times, leases, link latencies,
 spill writes, renewal gaps, the horizon and the warm-up; Poisson rates by
 1/T) and every pool size by a unit scale U (caps, blocks, hold units,
-reserves, reuses, cache extents, grows, loads, transfer sizes). Tokens
-(step runs, budgets, chunks) keep their scale, so a pool of huge or tiny
-units still grows by whole tokens.
+reserves, reuses, cache extents, grows, loads, transfer sizes); half the
+programs also get a token scale K (step prefills, budgets, chunks,
+granules and claims on tokens; decodes too when K <= 1, as a decode takes
+one token an iteration; a cost reads tokens / K), so a pool of huge or
+tiny units grows by tokens of another scale.
 
 The scales run from subnormals (5e-324) through 1e-300 .. 1e-12 to 1e12 ..
 1e300, with values one ulp off a power of ten or off the smallest normal
@@ -15,7 +17,9 @@ float, and now and then a site gets a scale of its own (a duration far
 below the others: `now + d == now`) — the magnitudes where a tolerance, a
 formatting rule or a loop counted in horizon/duration ratios shows.  A
 program stays small: the horizon moves with T, so the number of events is
-about the unscaled program's.
+about the unscaled program's; a finite workload (a batch, or none, and no
+loop) sometimes gets a horizon up to 1e300 times longer, past its last
+event.
 
 Used by ``bench/differential.py --magnitudes``.
 """
@@ -70,9 +74,14 @@ class _Site(object):
         self.c = c
         self.T = scale(c)
         self.U = scale(c) if c.chance(0.6) else 1.0
+        self.K = scale(c) if c.chance(0.5) else 1.0
         # a duration far below the others reaches `now + d == now`; in a
         # closed or looping program it would multiply the events instead
         self.lo = -3 if ("closed(" in text or "loop {" in text) else -20
+        # a finite workload (a batch, or none) may also run far past its
+        # last event: time averages over a horizon 1e300 times its work
+        finite = ("batch(" in text or "arrive none" in text) and "loop {" not in text
+        self.H = 10.0 ** c.integer(1, 300) if finite and c.chance(0.3) else 1.0
 
     def time(self):
         c = self.c
@@ -150,7 +159,9 @@ def rescale(c, text):
                  declaration_ok=False)
     text = _wrap(text, r"\btransfer on ", s.time, refs=1)
     text = _wrap(text, r"\bspill \w+ via ", s.time, refs=1)
-    text = _sub(text, r"\bcost ([^;]+);", lambda m: "cost (%s) * %s;" % (m.group(1), num(s.time())))
+    per_token = "(\\1 / %s)" % num(s.K) if s.K != 1.0 else "\\1"
+    text = _sub(text, r"\bcost ([^;]+);", lambda m: "cost (%s) * %s;" % (
+        re.sub(r"\b(tokens|prefilled)\b", per_token, m.group(1)), num(s.time())))
     text = _sub(text, r"\blatency ([^;\s]+)",
                 lambda m: "latency (%s) * %s" % (m.group(1), num(s.time())))
     text = _sub(text, r"\bnow < (\d+)", lambda m: "now < %s" % num(float(m.group(1)) * s.T))
@@ -158,8 +169,9 @@ def rescale(c, text):
                 lambda m: "poisson((%s) / %s);" % (m.group(1), num(s.T)))
     text = _sub(text, r"\brenewal\(([^;]*)\);",
                 lambda m: "renewal((%s) * %s);" % (m.group(1), num(s.T)))
-    text = _sub(text, r"\b(horizon|warmup) ([\d.]+);",
-                lambda m: "%s %s;" % (m.group(1), num(float(m.group(2)) * s.T)))
+    text = _sub(text, r"\bhorizon ([\d.]+);",
+                lambda m: "horizon %s;" % num(min(float(m.group(1)) * s.T * s.H, 1e308)))
+    text = _sub(text, r"\bwarmup ([\d.]+);", lambda m: "warmup %s;" % num(float(m.group(1)) * s.T))
     # sizes
     text = _sub(text, r"\b(cap|block) ([^;]+);",
                 lambda m: "%s (%s) * %s;" % (m.group(1), m.group(2), num(s.units())))
@@ -167,7 +179,15 @@ def rescale(c, text):
         text = _wrap(text, kw, s.units, refs=1)
     for kw in (r"\breserve", r"\breuse", r"\bcache"):
         text = _wrap(text, kw, s.units)
-    return "// time scale %s, unit scale %s\n%s" % (num(s.T), num(s.U), text)
+    # tokens
+    if s.K != 1.0:
+        modes = "prefill|decode" if s.K <= 1.0 else "prefill"
+        text = _wrap(text, r"\brun [A-Za-z_][\w.]*(\[[^\]]*\])? (%s)" % modes, lambda: s.K)
+        text = _sub(text, r"\b(budget|chunk|granule) ([^;]+);",
+                    lambda m: "%s (%s) * %s;" % (m.group(1), m.group(2), num(s.K)))
+        text = _sub(text, r"\btokens <= (\d+)", lambda m: "tokens <= %s" % num(float(m.group(1)) * s.K))
+    return "// time scale %s, unit scale %s, token scale %s, horizon factor %s\n%s" % (
+        num(s.T), num(s.U), num(s.K), num(s.H), text)
 
 
 def program(c, trace=None):
