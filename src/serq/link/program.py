@@ -568,15 +568,21 @@ class Linker:
         if a.kind == "renewal":
             e = self.ex.expr(a.arg, moment("Renewal", "a renewal arrival's gap"))
             arg = a.arg
-            if type(arg) is ast.Draw and arg.dist == "det" and len(arg.args) == 1:
+            det = type(arg) is ast.Draw and arg.dist == "det" and len(arg.args) == 1
+            if det:
                 arg = arg.args[0]
             try:
                 v = consts.fold(arg, self.scope.lets)
             except (consts.NotConstant, LinkError):
                 v = None
-            if v is not None and not v > 0:
+            # a constant gap must be positive and finite, and is folded in
+            # the IR as 0.1.3 folds it (`renewal(0.5 * 2)` is `Num 1`); a
+            # `~det(x)` keeps its draw
+            if v is not None and not (v > 0 and (det or not math.isinf(v))):
                 self.scope.defer(LinkError("`arrive renewal(%s)`: an interarrival time must be positive"
                                 % _fmt(v), a.arg.span))
+            elif v is not None and not det:
+                e = ir.Num(v)
             return ir.Arrival("Renewal", e)
         v = _fold(a.arg, self.scope, "`arrive %s`" % a.kind)
         if not (float(v).is_integer() and 1 <= v <= MAX_COUNT):

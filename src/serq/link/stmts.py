@@ -7,6 +7,7 @@ loop's or a fork's body).
 """
 from __future__ import annotations
 
+import math
 from typing import List, Optional
 
 from .._dataclass import dataclass, field
@@ -31,6 +32,17 @@ class Where:
     holds: List[HoldFrame] = field(default_factory=list)
     in_fork: bool = False
     no_cache: str = ""  # the pool of the innermost hold, when that hold has no `cache`
+
+
+def _round_up(need: float, block: Optional[float]) -> float:
+    """``need`` in whole blocks, as the simulator (and 0.1.3) rounds it:
+    ``ceil(need / block) * block`` (not ``need // block``, whose exact
+    quotient can differ from the rounded one: 9.9 in blocks of 0.3 is 9.9,
+    not 10.2)."""
+    if not block or math.isinf(need):
+        return need
+    q = need / block
+    return math.ceil(q) * block if math.isfinite(q) else q * block
 
 
 def _const(e: ast.Expr, lets) -> Optional[float]:
@@ -240,10 +252,11 @@ class BlockLinker:
         if type(e) is ast.Draw:
             return  # `~det(-1)` is a draw to 0.1.3: it fails when run, not here
         v = _const(e, self.scope.lets)
-        if effect is not None and v is not None and v < 0:
-            # 0.1.3 runs it: it acts as 0 would
-            self.scope.warn("%s: %s is negative, and %s" % (what, _fmt(v), effect), anchor,
-                            help="write 0, or a positive amount")
+        if effect is not None and v is not None and (v < 0 or v != v):
+            # 0.1.3 runs it: it acts as 0 would (a NaN too: `inf * 0`)
+            self.scope.warn("%s: %s is %s, and %s" % (
+                what, _fmt(v), "negative" if v < 0 else "not a number", effect), anchor,
+                help="write 0, or a positive amount")
             return
         if v is not None and (v != v or v < 0):
             self.scope.defer(LinkError("%s: an amount of units, tokens or seconds is a number, and "
@@ -370,8 +383,8 @@ class BlockLinker:
             return  # `block inf` is refused at the pool
         fits = False
         for cap, block, wm in caps:
-            rounded = need if not block or need == float("inf") else -(-need // block) * block
-            if rounded + wm <= cap + 1e-9:
+            rounded = _round_up(need, block)
+            if rounded + wm <= cap:  # exact, as 0.1.3 checks it (no tolerance)
                 fits = True
         if fits and need == float("inf"):
             # only a pool of cap inf holds it: 0.1.3 admits one such hold,
@@ -383,8 +396,8 @@ class BlockLinker:
             return
         if not fits:
             cap, block, wm = caps[0]
-            rounded = need if not block or need == float("inf") else -(-need // block) * block
-            if wm and rounded <= cap + 1e-9:
+            rounded = _round_up(need, block)
+            if wm and rounded <= cap:
                 # serq's watermark: it fits the cap, not what admissions may use
                 self.scope.defer(LinkError(
                     "%s can never be admitted: it needs %s unit(s) (%s in whole "
@@ -441,14 +454,22 @@ def anchor(s: ast.Stmt):
 
 
 def lets_time_pass(stmts: List[ast.Stmt], lets) -> bool:
-    """True when every path through ``stmts`` reaches a ``run`` of work not a
-    constant <= 0, a ``hold`` whose body does, or ``end``."""
+    """True when every path through ``stmts`` reaches a ``run`` whose work is
+    not a number <= 0, a ``hold`` whose body does, or ``end``.  As in 0.1.3,
+    only a number (or a `let` naming one) counts as no work: `run s (0 * 1)`
+    or `run s (0.5 * 5e-324)` (which is 0) let time pass as far as this check
+    goes, and a loop that spins at one instant stops the run instead."""
     for s in stmts:
         t = type(s)
         if t is ast.End:
             return True
         if t is ast.Run:
-            v = _const(s.work, lets)
+            w = s.work
+            v = None
+            if type(w) is ast.Num:
+                v = w.value
+            elif type(w) is ast.Name and w.index is None and w.name in lets:
+                v = lets[w.name]
             if v is None or v > 0:
                 return True
         elif t is ast.Hold:

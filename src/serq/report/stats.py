@@ -75,6 +75,17 @@ def _sum(xs: Sequence[float]) -> float:
     return s
 
 
+def _div(a: float, b: float) -> float:
+    """``a / b`` as IEEE 754 divides (0.1.3's f64): by a zero, ±inf, or NaN
+    for 0 / 0 (a gauge's window is 0 wide when a subnormal horizon, 5e-323,
+    is cut in 20)."""
+    if b != 0.0:
+        return a / b
+    if a != a or a == 0.0:
+        return math.nan
+    return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
 def ci_of_means(means: Sequence[float]) -> float:
     """95 % half-width from the 20 batch (or window) means."""
     g = _sum(means) / len(means)
@@ -256,7 +267,7 @@ def summarize_gauge(times: Sequence[float], values: Sequence[float],
         a = warmup + i * width
         b = warmup + (i + 1) * width if i + 1 < BATCHES else end
         s, k = _integral(times, values, a, b, k)
-        means.append(s / width)
+        means.append(_div(s, width))
     ci = ci_of_means(means)
     lo = hi = None
     n = len(times)

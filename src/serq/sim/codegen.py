@@ -233,7 +233,7 @@ class BlockWriter(ExprWriter):
             w(ind + "if w != w or w < -1e-9:")
             w(ind + "    raise _err(s, op[-1], 'the amount is %s, not a number of units, "
               "tokens or seconds' % _fmt(w))")
-            w(ind + "if w <= 1e-9:")
+            w(ind + "if w <= 0.0:")
             w(ind + "    yield 1")
             w(ind + "else:")
             st_obj = self.sim.stages[st.stage.base]

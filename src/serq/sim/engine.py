@@ -331,7 +331,7 @@ class Simulator(Settle):
 
     def spill_job(self, via, work):
         """The write of a spilled prefix: a job no session waits for."""
-        if work > 1e-9:
+        if work > 0.0:
             st = self.stages[via]
             if st.kind == "shared":
                 self.flows.start(None, [st], work)

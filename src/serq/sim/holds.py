@@ -63,6 +63,8 @@ def try_grow(run: HoldRun, i: int, need: float) -> bool:
     others = p.reserved - run.reserve[i]
     if p.used + others + need > p.cap + EPS:
         return False
+    if need == math.inf:
+        raise infinite_units(p, run)
     p.make_room(need)
     p.used += need
     p.sim.touched.add(p)
@@ -72,6 +74,17 @@ def try_grow(run: HoldRun, i: int, need: float) -> bool:
         run.reserve[i] -= take
         p.reserved -= take
     return True
+
+
+def infinite_units(p: Pool, run: HoldRun) -> Exception:
+    """The error for infinite units given to a hold (only a pool of cap
+    inf has room for them): 0.1.3 allocates them, and once they are given
+    back the pool's `used` is inf - inf = NaN and no hold is admitted
+    again (docs/divergences.md; the link refuses a constant demand)."""
+    sim = p.sim
+    return sim.error(run.session, run.op[-1], "a hold of infinite units on pool `%s` (cap inf) "
+                     "would leave its `used` undefined (inf - inf) when given back"
+                     % sim.pool_label(p))
 
 
 class Lease(object):
@@ -194,7 +207,8 @@ class HoldOps(object):
             need = units if units_final else 0.0
             if reserve_final:
                 need = max(need, reserve)
-            if round_up(need, p.block) + p.watermark > p.cap + EPS:
+            # exact, as 0.1.3 rejects (an admission fits to 1e-9)
+            if round_up(need, p.block) + p.watermark > p.cap:
                 p.stats.rejected += 1
                 raise Rejected()
 

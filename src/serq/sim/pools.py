@@ -21,19 +21,19 @@ EPS = 1e-9
 def round_up(x, block):
     if not block:
         return x
-    try:
-        return math.ceil(x / block) * block
-    except (OverflowError, ValueError):  # inf or NaN stays itself, as in IEEE
-        return x
+    q = x / block
+    if q - q != 0.0:  # inf or NaN: its own ceiling, as in IEEE (1e300 in
+        return q * block  # blocks of 1e-300 is inf, as in 0.1.3)
+    return math.ceil(q) * block
 
 
 def round_down(x, block):
     if not block:
         return x
-    try:
-        return math.floor(x / block) * block
-    except (OverflowError, ValueError):
-        return x
+    q = x / block
+    if q - q != 0.0:
+        return q * block
+    return math.floor(q) * block
 
 
 class CacheEntry(object):
@@ -270,7 +270,7 @@ class Pool(object):
         units = e.units
         if reuse is not None:
             limit = round_down(reuse, self.block)
-            if units > limit + EPS:
+            if units > limit:  # (exact, as in 0.1.3)
                 e.units = units - limit
                 if e.session is not None:
                     # the dead rest's keys read the attributes as they are
@@ -290,7 +290,7 @@ class Pool(object):
 
     def keep(self, session, units):
         """Cache ``units`` as the session's entry (replacing its old one)."""
-        if units <= EPS:
+        if units <= 0.0:
             return  # keeps nothing, and leaves any entry there (e.g. a spill's)
         old = self.entries.pop(session.serial, None)
         if old is not None:

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 from ..errors import RunError
 from .exprs import fmt
-from .holds import Lease, Preempted, try_grow
+from .holds import Lease, Preempted, infinite_units, try_grow
 from .pools import EPS, Pool, Waiting, round_up, total_key
 from .timeavg import TimeAverages
 
@@ -244,6 +244,8 @@ class PoolSim(TimeAverages):
                 pos = p.take_entry(root.serial, reuse)
                 consumed = max(consumed, pos)
             alloc = round_up(units[i], p.block)
+            if alloc == float("inf"):
+                raise infinite_units(p, run)
             p.make_room(alloc)
             p.used += alloc
             touched.add(p)
@@ -304,7 +306,7 @@ class PoolSim(TimeAverages):
         """``grow P (d)`` on the innermost hold (a generator: it may wait)."""
         p = run.pools[i]
         need = round_up(run.alloc[i] + d, p.block) - run.alloc[i]
-        if need <= EPS:
+        if need <= 0.0:
             return
         while not self.try_grow(run, i, need):
             victim = None if p.preempt_keys is None else self.choose_victim(p)
@@ -480,7 +482,7 @@ class PoolSim(TimeAverages):
         (it preempted itself)."""
         p = run.pools[i]
         need = round_up(run.alloc[i] + extra, p.block) - run.alloc[i]
-        if need <= EPS:
+        if need <= 0.0:
             return "ok"
         s = job.session
         while not self.try_grow(run, i, need):
@@ -509,11 +511,8 @@ class PoolSim(TimeAverages):
         if not s.leases:
             s.leases = []  # (an empty tuple until the first: session.py)
         s.leases.append(lease)
-        if t != t:
-            raise RunError("session %d, at t = %s: the lease time is %s, not a time"
-                           % (s.serial, fmt(self.now), fmt(t)))
-        if t < 0:
-            t = 0.0  # 0.1.3 runs a negative lease as a lease of 0
+        if t != t or t < 0:
+            t = 0.0  # 0.1.3 runs a negative or NaN lease as a lease of 0
         if t != float("inf"):
             lease.expires = self.now + t
             self.schedule(lease.expires, self.expire_lease, lease)
@@ -675,6 +674,6 @@ class PoolSim(TimeAverages):
                 continue
             units, needs = self.header(run)
             need = needs[run.pools.index(p)]
-            if round_up(need, p.block) + p.watermark > p.cap + EPS:
+            if round_up(need, p.block) + p.watermark > p.cap:  # exact, as in 0.1.3
                 return (self.pool_label(q), need)  # the demand as the header reads it
         return None

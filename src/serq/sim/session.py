@@ -161,7 +161,7 @@ class Interpreter(HoldOps):
             # the member first, then the work (0.1.3's order of draws)
             stage = sim.stages[op[1](s)]
             work = op[2](s)
-            if work != work or work < -1e-9:
+            if work != work or work < -1e-9:  # (0.1.3 forgives -1e-9)
                 raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
                                 "or seconds" % fmt(work))
             if op[3]:
@@ -170,7 +170,7 @@ class Interpreter(HoldOps):
                     raise sim.error(s, op[-1], "the run names stage `%s` twice" % stage.name)
             else:
                 stages = None
-            if work <= 1e-9:
+            if work <= 0.0:
                 yield AGAIN
             elif stage.kind == "shared":
                 sim.flows.start(s, stages or [stage], work)
@@ -181,10 +181,10 @@ class Interpreter(HoldOps):
         else:  # STEPRUN
             stage = sim.stages[op[1](s)]  # the member first, as for a plain run
             work = op[2](s)
-            if work != work or work < -1e-9:
+            if work != work or work < -1e-9:  # (0.1.3 forgives -1e-9)
                 raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
                                 "or seconds" % fmt(work))
-            if work <= 1e-9:
+            if work <= 0.0:
                 yield AGAIN
             else:
                 grow = None

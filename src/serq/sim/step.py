@@ -110,7 +110,9 @@ class Plan(object):
             C = self.C
             want = remaining if (C <= 0 or remaining < C) else C
         available = self.B if (exclusive and not decode) else self.left
-        tokens = available if available < want else want
+        # a NaN ``want`` (a prefill of inf tokens given inf: inf - inf left)
+        # takes what is available, as 0.1.3's ``min`` does
+        tokens = available if (available < want or want != want) else want
         if not decode and stage.granule is not None and tokens < remaining:
             g = stage.granule
             tokens = 0.0 if g == INF else math.floor(tokens / g) * g
@@ -407,7 +409,7 @@ class Step(Stage):
                 if extra > EPS:
                     p = run.pools[i]
                     need = round_up(alloc + extra, p.block) - alloc
-                    if need > EPS:
+                    if need > 0.0:
                         if p.used + (p.reserved - run.reserve[i]) + need > p.cap + EPS:
                             return self.handover(B, C, assigned, left)
                         try_grow(run, i, need)
