@@ -72,7 +72,7 @@ def test_head_of_line_blocking_time_and_attempts():
     # exactly one attempt is refused while blocking).
     sim, rows = run(HOL)
     obs = {o.name: o for o in sim.observations}
-    assert obs["adm"].values == [0, 5, 5]
+    assert list(obs["adm"].values) == [0, 5, 5]
     assert sim.end == 10
     (row,) = rows
     assert row.blocked_attempts == 1
@@ -174,7 +174,7 @@ def test_preemption_times():
     # ending at 33.
     sim, (row,) = run(PREEMPT)
     obs = {o.name: o for o in sim.observations}
-    assert obs["adm"].values == [1, 3, 21, 23]
+    assert list(obs["adm"].values) == [1, 3, 21, 23]
     assert sim.end == 40
     assert row.preemptions == 2
     assert row.preemption_times == [2.0, 22.0]

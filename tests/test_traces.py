@@ -64,7 +64,7 @@ def test_burstgpt_timeline_and_replay(capsys, tmp_path):
     # The CLI runs the converted file too.
     f = tmp_path / "replay.csv"
     assert main(["run", REPLAY, "--trace", str(f), "--quiet"]) == 0
-    assert "turns 10" in capsys.readouterr().out
+    assert ", 10 turns" in capsys.readouterr().out  # (the run line: `sessions: ..., 10 turns`)
 
 
 def azure_times(path):
