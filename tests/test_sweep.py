@@ -350,3 +350,15 @@ def test_ray_cluster_gives_the_same_bytes(program, tmp_path):
             pass
         head.stdout.close()
         subprocess.run(["rm", "-rf", tmp])
+
+
+def test_the_time_left_waits_for_a_round_of_workers_then_uses_the_mean_pace():
+    # (issue 18: the first results arrive in a burst, one per worker, after
+    # one run's time; a windowed rate then promised the sweep in seconds)
+    from serq.sweep.run import eta, eta_floor
+    assert eta_floor(60, 2) == 3  # 5 % of 60 runs
+    assert eta_floor(60, 8) == 8  # a round of the 8 workers
+    assert eta_floor(1, 4) == 1 and eta_floor(4, 1) == 2
+    assert eta(3.0, 2, 60, 3) is None  # two runs done: still estimating
+    assert eta(12.0, 3, 60, 3) == 12.0 / 3 * 57
+    assert eta(100.0, 60, 60, 3) == 0.0

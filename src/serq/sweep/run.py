@@ -221,17 +221,50 @@ def run_task(task: Task, on_start: Optional[Callable] = None) -> Result:
         return i, seed, e.render()
 
 
-class Progress(object):
-    """A bar of finished runs on stderr (rich), or nothing."""
+def eta(elapsed: float, done: int, total: int, at_least: int) -> Optional[float]:
+    """Seconds left, from the mean pace of the runs finished so far, or None
+    while fewer than ``at_least`` have finished.  The first runs say little:
+    the workers start together, so their results come in a burst after
+    one run's time (a windowed rate then promises the whole sweep in
+    seconds), and the first points of a grid are often its shortest."""
+    if done < max(1, at_least) or done <= 0:
+        return None
+    return elapsed / done * (total - done)
 
-    def __init__(self, total: int, show: bool, label: str = "sweeping"):
+
+def eta_floor(total: int, jobs: Optional[int]) -> int:
+    """How many runs must finish before ``eta`` says anything: a round of
+    the workers, and at least 5 % of the sweep."""
+    workers = jobs or os.cpu_count() or 1
+    return max(1, min(total, max(2, workers, -(-total // 20))))
+
+
+class Progress(object):
+    """A bar of finished runs on stderr (rich), or nothing; the time left is
+    ``eta``'s (the sweep's mean pace, once enough runs have finished)."""
+
+    def __init__(self, total: int, show: bool, label: str = "sweeping",
+                 jobs: Optional[int] = None):
         self.bar = None
         if show:
             from rich.console import Console
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar,
-                                       TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+                                       ProgressColumn, TextColumn, TimeElapsedColumn)
+            from rich.text import Text
+            floor = eta_floor(total, jobs)
+
+            class Left(ProgressColumn):
+                def render(self, task):
+                    left = eta(task.elapsed or 0.0, int(task.completed), int(task.total or 0),
+                               floor)
+                    if left is None:
+                        return Text("estimating…", style="progress.remaining")
+                    m, s = divmod(int(left + 0.5), 60)
+                    h, m = divmod(m, 60)
+                    return Text("%d:%02d:%02d left" % (h, m, s), style="progress.remaining")
+
             self.bar = Bar(TextColumn(label), BarColumn(), MofNCompleteColumn(),
-                           TimeElapsedColumn(), TimeRemainingColumn(),
+                           TimeElapsedColumn(), Left(),
                            console=Console(file=sys.stderr), transient=True)
             self.bar.start()
             self.task = self.bar.add_task("runs", total=total)
@@ -339,7 +372,7 @@ def execute(progs: Sequence, seeds: Sequence[int], jobs: Optional[int] = None,
         tasks = [(i, s, p) if slos is None else (i, s, p, slos)
                  for s in seeds for i, p in enumerate(progs)]
         results: Dict[Tuple[int, int], object] = {}
-        bar = Progress(len(tasks), show_progress, label)
+        bar = Progress(len(tasks), show_progress, label, jobs)
 
         def advance(r: Result) -> None:
             results[(r[0], r[1])] = r[2]
@@ -400,7 +433,7 @@ def _run_sweep(sweep, jobs, backend, address, show_progress, output, stop, note)
         if journal is not None and isinstance(value, list):
             journal.add(keys[(i, seed)], pts[i], seed, value)
 
-    bar = Progress(len(tasks), show_progress)
+    bar = Progress(len(tasks), show_progress, jobs=jobs)
     for _ in range(len(tasks) - len(todo)):
         bar.advance()
 
