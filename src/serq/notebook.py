@@ -228,14 +228,9 @@ def report_html(report) -> str:
         parts.append(_p("partial: the run stopped at t = %s s (%s); the report covers "
                         "[%s, %s]" % (num(r.end), r.partial, num(r.warmup), num(r.end)),
                         "serq-warn"))
-    rt = r.rates
-    if rt is not None:
-        rates = ["%s sessions/s" % num(rt.sessions)]
-        if r.turns:
-            rates.append("%s turns/s" % num(rt.turns))
-        if rt.tokens is not None:
-            rates.append("%s generated tokens/s" % num(rt.tokens))
-        parts.append(_p("rates: " + ", ".join(rates)))
+    if r.rates is not None:
+        from .report.text_ref import rates_line
+        parts.append(_p(rates_line(r, num)))
     if r._observes:
         parts.append(_table(("observe", "unit", "count", "mean", "± 95% CI", "cv2", "p50",
                              "p90", "p99", "p99.9"),

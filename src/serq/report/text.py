@@ -52,7 +52,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 from .findings import report_findings
 from .model import Report, StageRow
 from .quantiles import QUANTILES
-from .text_ref import _itl_quantiles, _member, _quantiles, num, report_text_ref, table
+from .text_ref import _itl_quantiles, _member, _quantiles, num, rates_line, report_text_ref, table
 
 __all__ = ["report_text", "report_lines", "report_text_ref", "num", "table", "fmt", "EMPTY"]
 
@@ -209,14 +209,8 @@ def _run_lines(r: Report) -> List[Line]:
     if r.turns:
         sessions += ", %d turn%s" % (r.turns, "" if r.turns == 1 else "s")
     out.append([(sessions, "")])
-    rt = r.rates
-    if rt is not None:
-        parts = ["%s sessions/s" % fmt(rt.sessions)]
-        if r.turns:
-            parts.append("%s turns/s" % fmt(rt.turns))
-        if rt.tokens is not None:
-            parts.append("%s generated tokens/s" % fmt(rt.tokens))
-        out.append([("rates: " + ", ".join(parts), "")])
+    if r.rates is not None:
+        out.append([(rates_line(r, fmt), "")])
     return out
 
 

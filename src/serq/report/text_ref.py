@@ -105,14 +105,18 @@ def _itl_quantiles(s: StageRow) -> List[Optional[float]]:
             for _, name in QUANTILES]
 
 
-def _rates_line(r: Report) -> str:
+def rates_line(r: Report, number=None) -> str:
+    """``rates: 1.01 sessions/s, ...`` with each rate written by ``number``
+    (this layout's ``num`` by default; the readable report and the notebook
+    pass their own)."""
+    number = number or num
     rt = r.rates
     assert rt is not None
-    parts = ["%s sessions/s" % num(rt.sessions)]
+    parts = ["%s sessions/s" % number(rt.sessions)]
     if r.turns:
-        parts.append("%s turns/s" % num(rt.turns))
+        parts.append("%s turns/s" % number(rt.turns))
     if rt.tokens is not None:
-        parts.append("%s generated tokens/s" % num(rt.tokens))
+        parts.append("%s generated tokens/s" % number(rt.tokens))
     return "rates: " + ", ".join(parts)
 
 
@@ -125,7 +129,7 @@ def report_text_ref(report: Report) -> str:
                    num(r.horizon), num(r.end), num(r.warmup), r.seed, r.events,
                    r.arrivals, r.ended, r.turns, num(r.mean_live)))
     if r.rates is not None:
-        out.append(_rates_line(r))
+        out.append(rates_line(r))
     if r.observes:
         out.append("")
         out += table(("observe", "unit", "count", "mean", "95% CI", "cv2")
