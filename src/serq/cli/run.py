@@ -100,19 +100,12 @@ def command(args) -> int:
         from ..atomic import AtomicFile
         trace = LineSink(AtomicFile(args.trace_iterations), None)
     stop = STOP[0]
-    # Under --max-memory, the standard error of the run itself is set aside
-    # (nothing of ours writes there while it runs): meeting the bound, the
-    # interpreter reports every finaliser that could not allocate either.
-    quiet = _Silenced(2) if (args.max_memory is not None and progress is None and
-                             args.trace_iterations != "-") else None
     try:
         sim = simulate(prog, progress, args.check_invariants,
                        None if trace is None else trace.line, args.no_samples,
                        args.max_events, args.max_wall,
                        on_start=None if stop is None else stop.attach,
                        track_requests=slos is not None, max_memory=args.max_memory)
-        if quiet is not None:
-            quiet.restore()
     except SerqError:
         # The iterations up to the error are what one reads to find it.
         if trace is not None:
@@ -126,8 +119,6 @@ def command(args) -> int:
             trace.discard()
         raise
     finally:
-        if quiet is not None:
-            quiet.restore()
         if stop is not None:
             # The run is over: a signal now is recorded, the report still printed.
             stop.detach()
@@ -195,41 +186,6 @@ def _bound_memory(size: int) -> None:
                          "`ulimit -v`)" % (size, hard))
     resource.setrlimit(resource.RLIMIT_AS, (size, hard))
     RESERVE[:] = [bytearray(4 << 20)]  # given back to say "out of memory"
-    # When the bound is met, the collector may finalise sessions' generators
-    # that cannot allocate either: Python would print each MemoryError as
-    # "Exception ignored in: <generator ...>" on stderr before our message.
-    # They are what the bound refuses, said once by ``_main``.
-    sys.unraisablehook = _quiet_memory_errors
-
-
-class _Silenced(object):
-    """File descriptor ``fd`` sent to /dev/null until ``restore``."""
-
-    def __init__(self, fd: int) -> None:
-        import os
-        self.fd = fd
-        try:
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
-        self.saved = os.dup(fd)
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, fd)
-        os.close(null)
-
-    def restore(self) -> None:
-        import os
-        if self.saved is not None:
-            os.dup2(self.saved, self.fd)
-            os.close(self.saved)
-            self.saved = None
-
-
-def _quiet_memory_errors(unraisable, _default=sys.unraisablehook) -> None:
-    if isinstance(unraisable.exc_value, MemoryError):
-        RESERVE[:] = []  # (room for what follows: the message)
-        return
-    _default(unraisable)
 
 
 RESERVE: list = []

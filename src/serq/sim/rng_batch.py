@@ -255,7 +255,16 @@ def _wide_batch(seed: int, first: int, k: int, b: int, c: int
     return seeds, sh.keys(key_bytes), _wide_first_blocks(key_bytes, sh)
 
 
-def _prepared(seed: int, key: Tuple[int, ...], words: Sequence[int]) -> Rng:
+def _wide_starts(seed: int, first: int, k: int, b: int, c: int
+                 ) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
+    """``_wide_batch`` without the keys, which a stream does not keep
+    (Rng._next_words works its key out again if it refills)."""
+    sh = _batch_shape(k)
+    seeds, key_bytes = _wide_keys(seed, first, b, c, sh)
+    return seeds, _wide_first_blocks(key_bytes, sh)
+
+
+def _prepared(seed: int, words: Sequence[int]) -> Rng:
     """A generator that has drawn nothing, its first block given (its key
     is worked out again from the seed if it refills: Rng._next_words)."""
     self = Rng(seed)
@@ -274,9 +283,9 @@ def substreams(seed: int, first: int, count: int, b: int, c: int) -> List[Rng]:
         return out
     while count > 0:
         k = BATCH_MAX if count > BATCH_MAX else count
-        seeds, keys, words = _wide_batch(seed, first, k, b, c)
+        seeds, words = _wide_starts(seed, first, k, b, c)
         for j in range(k):
-            out.append(_prepared(seeds[j], keys[j::k], words[j::k]))
+            out.append(_prepared(seeds[j], words[j::k]))
         first += k
         count -= k
     return out
@@ -305,7 +314,7 @@ class Substreams(object):
     fresh generator, also for an ``a`` asked before.
     """
 
-    __slots__ = ("seed", "b", "c", "_first", "_k", "_size", "_seeds", "_keys", "_words")
+    __slots__ = ("seed", "b", "c", "_first", "_k", "_size", "_seeds", "_words")
 
     def __init__(self, seed: int, b: int, c: int) -> None:
         self.seed = seed
@@ -315,7 +324,6 @@ class Substreams(object):
         self._k = 0
         self._size = BATCH_FIRST
         self._seeds: Tuple[int, ...] = ()
-        self._keys: Tuple[int, ...] = ()
         self._words: Tuple[int, ...] = ()
 
     def get(self, a: int) -> Rng:
@@ -335,7 +343,7 @@ class Substreams(object):
 
     def _fill(self, a: int) -> int:
         k = self._size
-        self._seeds, self._keys, self._words = _wide_batch(self.seed, a, k, self.b, self.c)
+        self._seeds, self._words = _wide_starts(self.seed, a, k, self.b, self.c)
         self._first = a
         self._k = k
         if k < BATCH_MAX:
