@@ -22,6 +22,8 @@ from setuptools.command.build_ext import build_ext
 #: The modules mypyc compiles (paths under src/).
 CORE = [
     "serq/sim/rng.py",
+    "serq/sim/rng_chacha.py",
+    "serq/sim/rng_seed.py",
     "serq/sim/rng_batch.py",
     "serq/sim/dist.py",
     "serq/sim/xdist.py",
