@@ -29,6 +29,7 @@ CORE = [
     "serq/sim/xdist.py",
     "serq/sim/stages.py",
     "serq/sim/step.py",
+    "serq/sim/step_plan.py",
     "serq/sim/pools.py",
     "serq/sim/holds.py",
     "serq/sim/session.py",

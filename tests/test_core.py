@@ -17,8 +17,8 @@ import serq
 
 CORE_MODULES = ["serq.sim.rng", "serq.sim.rng_chacha", "serq.sim.rng_seed",
                 "serq.sim.rng_batch", "serq.sim.dist", "serq.sim.stages", "serq.sim.step",
-                "serq.sim.pools", "serq.sim.holds", "serq.sim.session", "serq.sim.postmortem",
-                "serq.sim.fold", "serq.report.stats"]
+                "serq.sim.step_plan", "serq.sim.pools", "serq.sim.holds", "serq.sim.session",
+                "serq.sim.postmortem", "serq.sim.fold", "serq.report.stats"]
 
 PROBE = r"""
 import importlib, json, sys
