@@ -35,6 +35,11 @@ CORE = [
     "serq/sim/session.py",
     "serq/sim/postmortem.py",
     "serq/sim/fold.py",
+    "serq/sim/clock.py",
+    "serq/sim/timeavg.py",
+    "serq/sim/poolsim.py",
+    "serq/sim/settle.py",
+    "serq/sim/engine.py",
     "serq/report/stats.py",
 ]
 

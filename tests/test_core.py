@@ -15,10 +15,18 @@ import pytest
 
 import serq
 
-CORE_MODULES = ["serq.sim.rng", "serq.sim.rng_chacha", "serq.sim.rng_seed",
-                "serq.sim.rng_batch", "serq.sim.dist", "serq.sim.stages", "serq.sim.step",
-                "serq.sim.step_plan", "serq.sim.pools", "serq.sim.holds", "serq.sim.session",
-                "serq.sim.postmortem", "serq.sim.fold", "serq.report.stats"]
+def _core_modules():
+    """setup.py's ``CORE`` (the files mypyc compiles) as module names."""
+    import ast
+    from pathlib import Path
+    tree = ast.parse((Path(__file__).resolve().parents[1] / "setup.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "CORE":
+            return [p[:-3].replace("/", ".") for p in ast.literal_eval(node.value)]
+    raise AssertionError("setup.py has no CORE list")
+
+
+CORE_MODULES = _core_modules()
 
 PROBE = r"""
 import importlib, json, sys

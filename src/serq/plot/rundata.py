@@ -114,7 +114,11 @@ def _cached_gauges(sim) -> None:
     from ..sim.timeavg import GaugeTrace
     for p in sim.pools:
         sim.gauges.append(GaugeTrace(SERIES_PREFIX + "cached." + label(p.name, p.member),
-                                     (lambda pool: lambda: pool.cached)(p)))
+                                     _read_cached, p))
+
+
+def _read_cached(pool) -> float:
+    return pool.cached
 
 
 def itl_buckets(hist) -> Tuple[int, Optional[float], List[List[float]]]:

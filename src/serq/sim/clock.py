@@ -9,6 +9,7 @@ are read just before the clock moves to a later instant (timeavg.py).
 import heapq
 import os
 import time
+from typing import Any
 
 from .exprs import fmt
 
@@ -62,17 +63,17 @@ class Clock(object):
         # A step stage that just started an iteration of decodes only
         # (Step.launch): the loop lets it fold (settle.py, fold.py); the
         # stretches in progress, by stage index (fold.py).
-        self.fold_stage = None
+        self.fold_stage: Any = None
         self.folds = {}
         # The monotonic time at which --max-wall stops the run (run_events):
         # read at every event, so that a run of slow events stops in time.
-        self.deadline = None
+        self.deadline: Any = None
         # --max-memory: the address space (bytes) past which the run stops
         # with a MemoryError of its own, read every 1024 events (and
         # sessions started), below the hard bound the command line sets:
         # meeting that one, an allocation inside the compiled core aborts
         # the process instead of raising.
-        self.memory_bound = None
+        self.memory_bound: Any = None
 
     def schedule(self, t, fn, arg):
         self.seq += 1
@@ -156,7 +157,7 @@ class interrupts(object):
 
     def __init__(self, sim):
         self.sim = sim
-        self.old = None
+        self.old: Any = None
         self.installed = False
 
     def handle(self, signum, frame):

@@ -15,6 +15,7 @@ import heapq
 from array import array
 import math
 import time
+from typing import Any, Dict, List, Set, cast
 
 from ..errors import RunError
 from ..ir import nodes as ir
@@ -89,7 +90,7 @@ class NoSession(object):
     __slots__ = ("a", "rng")
 
     def __init__(self, rng):
-        self.a = None
+        self.a: Any = None
         self.rng = rng
 
 
@@ -117,10 +118,10 @@ class ClaimState(object):
         self.stage = claim.stage
         self.expr = compiler.expr(claim.expr)
         self.given = compiler.expr(claim.given) if claim.given is not None else None
-        self.out_of_scope = None  # serial of the first session failing `given`
+        self.out_of_scope: Any = None  # serial of the first session failing `given`
         self.checked = 0
         self.failures = 0
-        self.first = None
+        self.first: Any = None
 
     def read(self, sim, ctx):
         self.checked += 1
@@ -139,7 +140,7 @@ class VictimContext(object):
     __slots__ = ("a", "rng", "admission", "decoding", "position")
 
     def __init__(self, rng):
-        self.a = None
+        self.a: Any = None
         self.rng = rng
         self.admission = self.decoding = self.position = 0.0
 
@@ -151,10 +152,10 @@ class Simulator(Settle):
                  no_samples=False):
         self.prog = prog
         self.check_invariants = check_invariants
-        self.partial = None  # why the run stopped early, if it did
+        self.partial: Any = None  # why the run stopped early, if it did
         # A callback (stage, plan, assigned, cost) per iteration started, for
         # `serq run --trace-iterations`.
-        self.trace_iterations = None
+        self.trace_iterations: Any = None
         self.init_clock()
         self.init_settle()
         self.warm = prog.warmup <= 0.0
@@ -171,23 +172,23 @@ class Simulator(Settle):
         self.trace = trace  # corpus: list of sessions, each a list of turns
         self.arrived = 0
         self.live = 0
-        self.roots = {}  # serial -> live session
+        self.roots: Dict[int, Any] = {}  # serial -> live session
         self.ended = 0
         self.turns = 0
         # For `serq run --slo` (report/slo.py): the serial of the first
         # session to arrive after the warm-up, and, when asked for
         # (track_requests), the turns each session took when it ended.
         self.warm_serial = 0
-        self.session_turns = None
+        self.session_turns: Any = None
         self.init_averages()
         # The pools with stalled growers, a queue or a blocked head, or that
         # had one at the last pool pass (the others have nothing to do).
-        self.pool_watch = set()
+        self.pool_watch: Set[Any] = set()
         self.closed_at = -1.0  # livelock guard for closed workloads
         self.closed_count = 0
         self.compiler = Compiler(self)
         self.shared = shared_members(prog)
-        self.flows = Flows(self, prog.share) if self.shared else None
+        self.flows: Any = Flows(self, cast(str, prog.share)) if self.shared else None
         self.flows_dirty = False
         self.stages = [self._make_stage(i, st) for i, st in enumerate(prog.stages)]
         self.make_pools(prog)
@@ -196,7 +197,7 @@ class Simulator(Settle):
         # running iteration and work (``pending``) is in it (a stage joins
         # where it gains work or its iteration ends), so the settle looks at
         # these, not at every step stage (settle.plan_steps).
-        self.may_plan = set()
+        self.may_plan: Set[Any] = set()
         # a step stage's admissions may start ps jobs: then the declaration
         # order of the settle's stage loop matters (reschedule_changed)
         self.steps_and_ps = bool(self.steps) and any(st.kind == "ps" for st in self.stages)
@@ -204,10 +205,11 @@ class Simulator(Settle):
             if p.decl.admit_via is not None:
                 self.stages[p.decl.admit_via].admits.append(p)
         # pool index -> the step stages whose memory it is
-        self.memory_of = {}
+        self.memory_of: Dict[int, List[Any]] = {}
         for st in self.steps:
             if st.memory is not None:
                 self.memory_of.setdefault(st.memory, []).append(st)
+        self.observations: List[Any]
         if no_samples:  # `serq run --no-samples`: running statistics only
             agg = aggregated_observations(prog)
             self.observations = [RunningObservation(n, i in agg)
@@ -219,8 +221,8 @@ class Simulator(Settle):
         self.init_code = self.interp.code[prog.init]
         self.turn_code = self.interp.code[prog.turn]
         ctx = NoSession(self.machine_rng)
-        self.gauges = [GaugeTrace(g.name, (lambda f: lambda: f(ctx))(self.compiler.expr(g.expr)))
-                       for g in prog.gauges]
+        # (read at every event: each one Python function, not a closure a node)
+        self.gauges = [GaugeTrace(g.name, self.compiler.fast(g.expr), ctx) for g in prog.gauges]
         self.claims = [ClaimState(c, self.compiler) for c in prog.claims]
         self.scoped_claims = [c for c in self.claims if c.given is not None]
         self.attrs0 = [0.0] * len(prog.attrs)
@@ -239,7 +241,7 @@ class Simulator(Settle):
         if type(k) is ir.Delay:
             return Delay(self, i, st.name, st.index)
         if type(k) is ir.Ps and i in self.shared:
-            return SharedStage(self, i, st.name, st.index, k.capacity.value)
+            return SharedStage(self, i, st.name, st.index, cast(Any, k.capacity).value)
         if type(k) is ir.Ps:
             return Ps(self, i, st.name, st.index, self.compiler.expr(k.capacity))
         return Step(self, i, st.name, st.index, k, self.compiler)
@@ -541,10 +543,17 @@ class Simulator(Settle):
         if self.partial is None:
             left = None if max_wall is None else max(1e-9, max_wall - (time.monotonic() - started))
             end = self.run_events(prog.arrivals, progress, max_events, left)
-            if left is not None and self.partial is not None and \
-                    self.partial.startswith("--max-wall"):
-                self.partial = "--max-wall %s" % fmt(max_wall)  # (as asked, not what was left)
+            if left is not None:
+                self.wall_as_asked(max_wall)
         return end
+
+    def wall_as_asked(self, max_wall) -> None:
+        """A stop at ``--max-wall`` names the limit asked for, not what was
+        left of it when the events began.  (A method of its own: mypyc
+        keeps the caller's ``self.partial is None`` across the call.)"""
+        why = self.partial
+        if why is not None and why.startswith("--max-wall"):
+            self.partial = "--max-wall %s" % fmt(max_wall)
 
     def run(self, progress=None, max_events=None, max_wall=None):
         """Simulate to the end.  ``progress(now, horizon)``, if given, is

@@ -135,8 +135,8 @@ class HoldOps(object):
                       hp.reserve is not None and not reads_state(hp.reserve))
             if not any(static):
                 static = None
-            pools.append((c.member(hp.ref), c.expr(hp.units),
-                          None if hp.reserve is None else c.expr(hp.reserve), static))
+            pools.append((c.member(hp.ref), c.fast(hp.units),
+                          None if hp.reserve is None else c.fast(hp.reserve), static))
         lease = None
         if st.lease is not None:
             refs = [hp.ref for hp in st.pools]
@@ -146,8 +146,8 @@ class HoldOps(object):
             lref = st.lease[0]
             lease = (refs.index(lref), c.expr(st.lease[1]),
                      None if lref.index is None else c.member(lref))
-        return (self.HOLD, pools, None if st.reuse is None else c.expr(st.reuse), st.body,
-                None if st.cache is None else c.expr(st.cache), lease, loc)
+        return (self.HOLD, pools, None if st.reuse is None else c.fast(st.reuse), st.body,
+                None if st.cache is None else c.fast(st.cache), lease, loc)
 
     def amount(self, s, v, op, what="the amount"):
         if v != v or v < -1e-9:

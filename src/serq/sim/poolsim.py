@@ -3,6 +3,7 @@ admission at every settle, growth and preemption, leases, the end of a
 session's holds, and the pool queries.
 """
 from contextlib import contextmanager
+from typing import Any
 
 from ..errors import RunError
 from .exprs import fmt
@@ -47,7 +48,7 @@ class PoolSim(TimeAverages):
         self.release_seq = 0
         self.admission_seq = 0
         self.enqueue_seq = 0
-        self.trace_evict = None
+        self.trace_evict: Any = None
         self.turn_slot = prog.slots[2]  # the `turn` attribute (a step token reads it)
 
     def pool_label(self, p):

@@ -102,6 +102,9 @@ class Interpreter(HoldOps):
         self.prog = prog
         c = compiler
         self.code = []
+        # the workload's blocks, run by ``run_workload_block`` for every
+        # session and turn, read each value through one Python function
+        self.workload_blocks = (prog.init, prog.turn)
         for b, block in enumerate(prog.blocks):
             self.code.append([self.compile(st, c, (b, i)) for i, st in enumerate(block)])
         # Every block as a generator function written in Python (codegen.py)
@@ -111,10 +114,9 @@ class Interpreter(HoldOps):
         """One statement as a tuple: its opcode, its compiled parts, and last
         its location (block, index) for run-time errors."""
         t = type(st)
-        if t is ir.Set:
-            return (SET, st.slot, c.expr(st.value), loc)
-        if t is ir.Observe:
-            return (OBSERVE, st.obs, c.expr(st.value), loc)
+        if t is ir.Set or t is ir.Observe:
+            value = (c.fast if loc[0] in self.workload_blocks else c.expr)(st.value)
+            return (SET if t is ir.Set else OBSERVE, st.slot if t is ir.Set else st.obs, value, loc)
         if t is ir.Run:
             if st.mode != "Plain":
                 return (STEPRUN, c.member(st.stage), c.expr(st.work), st.mode == "Decode",

@@ -34,7 +34,7 @@ class _Untracked(object):
     def add(self, r):
         pass
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return False  # (so settle never reads it)
 
 
@@ -42,11 +42,13 @@ UNTRACKED = _Untracked()
 
 
 class GaugeTrace(object):
-    __slots__ = ("name", "fn", "times", "values")
+    """A gauge's steps: ``fn(ctx)`` read at the end of every event."""
+    __slots__ = ("name", "fn", "ctx", "times", "values")
 
-    def __init__(self, name, fn):
+    def __init__(self, name, fn, ctx=None):
         self.name = name
         self.fn = fn
+        self.ctx = ctx
         self.times = []
         self.values = []
 
@@ -101,7 +103,7 @@ class TimeAverages(Clock):
     def read_gauges(self):
         now = self.now
         for g in self.gauges:
-            v = g.fn()
+            v = g.fn(g.ctx)
             if not g.values or g.values[-1] != v:
                 g.times.append(now)
                 g.values.append(v)
