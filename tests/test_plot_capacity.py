@@ -155,28 +155,58 @@ def test_html_error_bars_are_the_jsons_intervals(search, tmp_path):
     assert len(bounds) == 2
 
 
+# The error bars plotly drew (one `g.errorbar` a point, its path vertical
+# or horizontal).
+BARS = """<script>
+window.addEventListener("load", function () { setTimeout(function () {
+  var pre = document.createElement("pre");
+  pre.id = "bars";
+  pre.textContent = JSON.stringify({
+    y: document.querySelectorAll("g.errorbar path.yerror").length,
+    x: document.querySelectorAll("g.errorbar path.xerror").length});
+  document.body.appendChild(pre);
+}, 300); });
+</script>"""
+
+
+def _flags(tmp_path):
+    return [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--hide-scrollbars", "--user-data-dir=%s" % (tmp_path / "profile"),
+            "--virtual-time-budget=15000", "--host-resolver-rules=MAP * ~NOTFOUND"]
+
+
+def _render(page, tmp_path):
+    """What headless Chromium drew of a page: test_plot's probe, and the
+    error bars."""
+    import html
+    import subprocess
+    probed = tmp_path / ("probed-" + page.name)
+    probed.write_text(page.read_text().replace("<head>", "<head>" + CATCH, 1)
+                      .replace("</body>", PROBE + BARS + "</body>"))
+    dom = subprocess.run(_flags(tmp_path) + ["--dump-dom", probed.as_uri()],
+                         capture_output=True, text=True, timeout=90)
+    got = {}
+    for name in ("probe", "bars"):
+        m = re.search(r'<pre id="%s">([^<]*)</pre>' % name, dom.stdout)
+        assert m, "no %s in the DOM:\n%s%s" % (name, dom.stdout[-2000:], dom.stderr[-2000:])
+        got.update(json.loads(html.unescape(m.group(1))))
+    return got
+
+
 @pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed "
                     "(apt-get install chromium)")
 def test_capacity_page_renders_in_headless_chromium(search, tmp_path):
-    import html
     import subprocess
     out = tmp_path / "cap.html"
     r = serq_cli("plot", search / "cap.csv", "-o", out)
     assert r.returncode == 0, r.stderr
-    probed = tmp_path / "probed.html"
-    probed.write_text(out.read_text().replace("<head>", "<head>" + CATCH, 1)
-                      .replace("</body>", PROBE + "</body>"))
-    flags = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", "--hide-scrollbars", "--user-data-dir=%s" % (tmp_path / "profile"),
-             "--virtual-time-budget=15000", "--host-resolver-rules=MAP * ~NOTFOUND"]
-    dom = subprocess.run(flags + ["--dump-dom", probed.as_uri()], capture_output=True,
-                         text=True, timeout=90)
-    m = re.search(r'<pre id="probe">([^<]*)</pre>', dom.stdout)
-    assert m, "no probe in the DOM:\n" + dom.stdout[-2000:] + dom.stderr[-2000:]
-    got = json.loads(html.unescape(m.group(1)))
+    got = _render(out, tmp_path)
     assert got["errors"] == [] and got["plotly"] == "object"
     assert got["graphs"] == 1 and got["svgs"] >= 1 and got["tables"] == 1
+    n = len(json.loads((search / "cap.json").read_text())["probes"])
+    assert (got["y"], got["x"]) == (2 * n, 0)  # a vertical error bar a probe and SLO
+    flags = _flags(tmp_path)
     for t in got["titles"]:
         assert re.search(r"\(.+\)$", t), t  # every axis says its unit
     assert any(n.startswith("answer [") for n in got["notes"])
@@ -281,7 +311,6 @@ def _cis(effects):
 def test_tornado_bars_carry_the_changes_intervals(tornado):
     from serq.compare.paired import Effect
     from serq.compare.tornado import HIGH_COLOR, tornado_figure
-    from serq.compare.vary import Vary  # noqa: F401
     d, out = tornado
     want = _cis(out["effects"])
     effects = [Effect(e["constant"], e["metric"], e["n_seeds"], e["base_mean"],
@@ -309,6 +338,15 @@ def test_tornado_bars_carry_the_changes_intervals(tornado):
 
 def flat(rows):
     return [x for r in rows for x in r]
+
+
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed "
+                    "(apt-get install chromium)")
+def test_tornado_page_draws_its_error_bars_in_headless_chromium(tornado, tmp_path):
+    d, out = tornado
+    got = _render(d / "t.html", tmp_path)
+    assert got["errors"] == [] and got["graphs"] == 1
+    assert (got["x"], got["y"]) == (2 * len(out["effects"]), 0)  # one a bar
 
 
 def test_tornado_png_and_html_draw_the_error_bars(tornado):
