@@ -90,8 +90,8 @@ def command(args) -> int:
     modes = [m for m, on in (("TABLE", args.table), ("--run", args.run),
                              ("--dump", args.dump and not args.run)) if on]
     if len(modes) != 1:
-        raise UsageError("serq plot draws a sweep's TABLE, one program (--run FILE) or a dump "
-                         "(--dump DIR): give exactly one" +
+        raise UsageError("serq plot draws a sweep's TABLE or a capacity result, one program "
+                         "(--run FILE) or a dump (--dump DIR): give exactly one" +
                          ("" if not modes else " (got %s)" % " and ".join(modes)))
     run_only = ("--set", args.set), ("--def", args.defs), ("--seed", args.seed is not None), \
         ("--horizon", args.horizon is not None), ("--warmup", args.warmup is not None), \
