@@ -338,9 +338,12 @@ def test_json_text_and_csv(programs, tmp_path):
     p = d["probes"][0]
     assert set(p) == {"order", "value", "seeds", "verdict", "stats"}
     assert len(p["stats"]) == 2 and len(p["stats"][0]["values"]) == p["seeds"]
+    assert [s["unit"] for s in d["slos"]] == ["s", "s"]
     assert d["runs"] == sum(p["seeds"] for p in d["probes"])
     lines = out.read_text().splitlines()
-    assert lines[0] == "c,order,slo,mean,ci_low,ci_high,n_seeds,slo_verdict,verdict"
+    assert lines[0] == ("c,order,slo,mean,ci_low,ci_high,n_seeds,slo_verdict,verdict,unit,goal,"
+                        "confidence")
+    assert all(line.endswith(",s,minimize,0.95") for line in lines[1:])  # sojourn: a time
     assert len(lines) == 1 + 2 * len(d["probes"])
     assert r.stderr.startswith("wrote %s: %d rows" % (out, 2 * len(d["probes"])))
     t = cli(*args)

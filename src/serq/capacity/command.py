@@ -58,7 +58,8 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true",
                    help="print the answer and the probes as one JSON object")
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="also write the probes to FILE as CSV (one row per probe and SLO)")
+                   help="also write the probes to FILE as CSV (one row per probe and SLO), "
+                   "or FILE.json: the --json object (serq plot FILE.json draws it)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
 
 
@@ -140,7 +141,8 @@ def command(args) -> int:
     sys.stdout.flush()
     if args.output:
         from ..atomic import write_text
-        write_text(args.output, result_csv(result))
+        write_text(args.output, result_json(result) + "\n"
+                   if args.output.lower().endswith(".json") else result_csv(result))
         sys.stderr.write(summary(result, args.output) + "\n")
     if result.partial:
         sys.stderr.write("serq capacity: %s: the bracket reached so far is printed, marked "

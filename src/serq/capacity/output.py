@@ -8,7 +8,7 @@ JSON (``--json``), one object::
      "max_probes": 14, "looks": [4, 8, 16, 32], "runs": 96,
      "budget_runs": 500, "first_seed": 1, "seed_step": 4294967296,
      "slos": [{"slo": "p99(ttft) <= 0.5", "statistic": "p99", "observe": "ttft",
-               "op": "<=", "bound": 0.5}],
+               "op": "<=", "bound": 0.5, "unit": "s"}],
      "probes": [{"order": 1, "value": 1, "seeds": 4, "verdict": "pass",
                  "stats": [{"slo": "p99(ttft) <= 0.5", "mean": 0.031,
                             "low": 0.030, "high": 0.032, "verdict": "pass",
@@ -19,8 +19,11 @@ answer below the range, above it, or not decided); the probes come in the
 order they were run, each statistic's ``values`` one per seed in seed
 order (null for a run that gave none).  The CSV (``-o FILE``) has one row
 per probe and SLO: the parameter's value, ``order``, ``slo``, ``mean``,
-``ci_low``, ``ci_high``, ``n_seeds``, ``slo_verdict``, ``verdict``; a
-partial search's file starts with a line ``# partial: ...``.
+``ci_low``, ``ci_high``, ``n_seeds``, ``slo_verdict``, ``verdict``,
+``unit`` (as the JSON's, empty for null), ``goal`` and ``confidence``; a
+partial search's file starts with a line ``# partial: ...``.  ``-o
+FILE.json`` writes the ``--json`` object instead (``serq plot FILE.json``
+draws it: plot/capfigs.py).
 """
 import json
 import math
@@ -50,7 +53,7 @@ STATUS = {
 
 def _spec_json(spec) -> dict:
     d = {"slo": spec.full_label(), "statistic": spec.stat, "op": spec.op,
-         "bound": _num(spec.bound)}
+         "bound": _num(spec.bound), "unit": spec.unit}
     if spec.kind == "goodput":
         d["slos"] = [s.label() for s in spec.slos]
     else:
@@ -130,15 +133,20 @@ def result_csv(r) -> str:
         buf.write("# partial: %s\n" % STATUS["interrupted"])
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([p.name, "order", "slo", "mean", "ci_low", "ci_high", "n_seeds", "slo_verdict",
-                "verdict"])
+                "verdict", "unit", "goal", "confidence"])
     for pr in sorted(r.probes, key=lambda x: x.value):
         for spec, st in zip(r.specs, pr.stats):
             w.writerow([cell(pr.value), str(pr.order), spec.full_label(), cell(st.mean),
-                        cell(st.low), cell(st.high), str(pr.seeds), st.verdict, pr.verdict])
+                        cell(st.low), cell(st.high), str(pr.seeds), st.verdict, pr.verdict,
+                        spec.unit or "", p.goal, cell(p.confidence)])
     return buf.getvalue()
 
 
 def summary(r, path: str) -> str:
+    if path.lower().endswith(".json"):
+        return "wrote %s: the answer and %d probe%s x %d SLO%s as JSON" % (
+            path, len(r.probes), "" if len(r.probes) == 1 else "s", len(r.specs),
+            "" if len(r.specs) == 1 else "s")
     rows = sum(len(pr.stats) for pr in r.probes)
     return "wrote %s: %d row%s (%d probe%s x %d SLO%s)" % (
         path, rows, "" if rows == 1 else "s", len(r.probes), "" if len(r.probes) == 1 else "s",

@@ -46,10 +46,11 @@ class Spec(object):
     or ``"goodput"`` (``slos``: report/slo.py's); ``source`` is
     ``("observe", index)`` or ``("itl", stage name, member or None)``."""
 
-    __slots__ = ("text", "kind", "q", "name", "source", "op", "bound", "slos", "stat")
+    __slots__ = ("text", "kind", "q", "name", "source", "op", "bound", "slos", "stat", "unit")
 
     def __init__(self, text: str, kind: str, q: Optional[float], name: str, source: tuple,
-                 op: str, bound: float, slos: Optional[list], stat: str) -> None:
+                 op: str, bound: float, slos: Optional[list], stat: str,
+                 unit: Optional[str] = None) -> None:
         self.text = text
         self.kind = kind
         self.q = q
@@ -59,6 +60,9 @@ class Spec(object):
         self.bound = bound
         self.slos = slos
         self.stat = stat
+        #: the statistic's unit: ``"s"`` (a time), ``"share"`` (a goodput)
+        #: or None (the program's own units)
+        self.unit = unit
 
     def label(self) -> str:
         """``p99(ttft)``, ``goodput(ttft <= 0.5, tpot <= 0.05)``."""
@@ -183,7 +187,8 @@ def parse_spec(text: str, prog) -> Spec:
         if not 0.0 <= share <= 1.0:
             raise UsageError("`--slo %s`: a goodput is a share of requests, from 0 to 1 (or "
                              "0%% to 100%%)" % text)
-        return Spec(text, "goodput", None, "goodput", ("goodput",), op, share, slos, "goodput")
+        return Spec(text, "goodput", None, "goodput", ("goodput",), op, share, slos, "goodput",
+                    "share")
     m = _STAT.match(text)
     if m is None:
         head = text.strip().split("(")[0].strip()
@@ -208,15 +213,15 @@ def parse_spec(text: str, prog) -> Spec:
         kind = "quantile"
     source = _source(text, name, prog)
     bound = float(value)
+    is_time = source[0] == "itl" or observation_units(prog)[source[1]] == "s"
     if unit is not None:
-        is_time = source[0] == "itl" or observation_units(prog)[source[1]] == "s"
         if not is_time:
             raise UsageError("`--slo %s`: `%s` is not an observation of times, so its bound "
                              "has no unit" % (text, name),
                              help="write the bound as a plain number in the program's units")
         if unit == "ms":
             bound /= 1000.0
-    return Spec(text, kind, q, name, source, op, bound, None, stat)
+    return Spec(text, kind, q, name, source, op, bound, None, stat, "s" if is_time else None)
 
 
 def parse_specs(texts: Sequence[str], prog) -> List[Spec]:

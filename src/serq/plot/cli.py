@@ -1,6 +1,7 @@
 """``serq plot``: its arguments and its command (the drawing is elsewhere).
 
     serq plot TABLE.csv|.parquet [--x NAME] [--metric PATTERN]... -o OUT
+    serq plot CAPACITY.json|.csv -o OUT   (serq capacity --json, or its -o FILE)
     serq plot --run FILE [--seed N] [--set …] [--def …] [--horizon T] … [--window A:B] -o OUT
     serq plot --dump DIR [--iterations FILE] [--window A:B] -o OUT
 
@@ -41,7 +42,9 @@ def _window(text: str):
 
 def add_arguments(p, pair) -> None:
     from ..argtypes import DEF_HELP, SET_HELP, add_run_settings
-    p.add_argument("table", nargs="?", help="a sweep's table (serq sweep -o TABLE)")
+    p.add_argument("table", nargs="?", help="a sweep's table (serq sweep -o TABLE), or a "
+                   "capacity search's result (serq capacity --json > cap.json, or its "
+                   "-o cap.json / -o probes.csv)")
     p.add_argument("--run", metavar="FILE",
                    help="run FILE once and draw its observations' CDFs, each step stage's "
                    "inter-token latency, pool occupancy (held and cached units) and queue "
@@ -87,8 +90,8 @@ def command(args) -> int:
     modes = [m for m, on in (("TABLE", args.table), ("--run", args.run),
                              ("--dump", args.dump and not args.run)) if on]
     if len(modes) != 1:
-        raise UsageError("serq plot draws a sweep's TABLE, one program (--run FILE) or a dump "
-                         "(--dump DIR): give exactly one" +
+        raise UsageError("serq plot draws a sweep's TABLE or a capacity result, one program "
+                         "(--run FILE) or a dump (--dump DIR): give exactly one" +
                          ("" if not modes else " (got %s)" % " and ".join(modes)))
     run_only = ("--set", args.set), ("--def", args.defs), ("--seed", args.seed is not None), \
         ("--horizon", args.horizon is not None), ("--warmup", args.warmup is not None), \
@@ -99,7 +102,29 @@ def command(args) -> int:
             raise UsageError("%s applies to a run: use it with --run FILE" % given[0])
     if not args.dump and args.iterations:
         raise UsageError("--iterations goes with --dump DIR")
+    capacity = None
     if args.table:
+        from .capread import sniff
+        capacity = sniff(args.table)
+    if capacity is not None:
+        given = [f for f, on in (("--x", args.x), ("--metric", args.metric),
+                                 ("--log-y", args.log_y), ("--observe", args.observe),
+                                 ("--window", args.window is not None)) if on]
+        if given:
+            raise UsageError("%s does not apply to a capacity result (%s): serq plot draws "
+                             "its probes as they are" % (given[0], args.table))
+        from .capfigs import capacity_figures
+        from .capread import read
+        result = read(args.table, capacity)
+        figures, tables, notes = capacity_figures(result)
+        title = "serq capacity: %s" % os.path.basename(args.table)
+        source = "%d probe%s of %s" % (len(result.probes),
+                                       "" if len(result.probes) == 1 else "s", args.table)
+        report_text = None
+        if result.partial:
+            sys.stderr.write("serq plot: warning: %s is partial (an interrupted search)\n"
+                             % args.table)
+    elif args.table:
         if args.observe or args.window is not None:
             raise UsageError("--observe and --window draw one run: use them with --run or "
                              "--dump")

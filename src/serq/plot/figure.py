@@ -15,9 +15,11 @@ LOG_SPAN = 100.0
 @dataclass
 class Trace:
     """A line: ``shape`` ``"line"`` (points joined), ``"step"`` (a step
-    function: each value holds until the next point) or ``"stack"`` (a step
-    function filled down to the trace below it, stacked). ``lo``/``hi``: a
-    confidence band around it."""
+    function: each value holds until the next point), ``"stack"`` (a step
+    function filled down to the trace below it, stacked) or ``"points"``
+    (markers, not joined). ``lo``/``hi``: a confidence band around it, or
+    for ``"points"`` each point's interval drawn as an error bar (None: no
+    bar at that point).  ``texts``: each point's hover text."""
     name: str
     xs: List[float]
     ys: List[float]
@@ -28,6 +30,7 @@ class Trace:
     lo: Optional[List[float]] = None
     hi: Optional[List[float]] = None
     hover: Optional[str] = None  # the hover text's unit or note
+    texts: Optional[List[str]] = None
 
 
 @dataclass
@@ -43,14 +46,21 @@ class Mark:
 
 @dataclass
 class Bar:
-    """A horizontal bar of a Gantt chart: on row ``lane`` from ``start``
-    for ``width``; bars of one ``group`` share a colour and a legend entry."""
+    """A horizontal bar (of a Gantt chart, a tornado chart): on row
+    ``lane`` from ``start`` for ``width``; bars of one ``group`` share a
+    colour and a legend entry.  ``ci``: ``(value, low, high)``, an error
+    bar from ``low`` to ``high`` at ``value`` (the bar's tip)."""
     lane: str
     start: float
     width: float
     group: str
     color: str
     hover: str = ""
+    ci: Optional[Tuple[float, float, float]] = None
+
+
+#: The legend entry of bars' error bars.
+CI_LABEL = "confidence interval"
 
 
 @dataclass
@@ -66,8 +76,11 @@ class Panel:
     ylog: bool = False
     ylim: Optional[Tuple[float, float]] = None
     xlim: Optional[Tuple[float, float]] = None
-    # a shaded x interval and its label (the warm-up)
+    # a shaded x interval and its label (the warm-up), the word written on
+    # it and its colour
     band: Optional[Tuple[float, float, str]] = None
+    band_text: str = "warm-up"
+    band_color: str = "#bbbbbb"
 
 
 @dataclass

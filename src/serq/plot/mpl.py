@@ -4,7 +4,7 @@ import io
 from typing import Dict, List, Sequence
 
 from ..errors import UsageError
-from .figure import Panel, Section, stacked
+from .figure import CI_LABEL, Panel, Section, stacked
 
 DPI = 110
 DASH = {"dot": ":", "dash": "--", None: "-"}
@@ -33,6 +33,9 @@ def _panel(ax, p: Panel) -> None:
         kw = dict(lw=1.4, label=t.name, ls=DASH.get(t.dash, "-"))
         if t.color:
             kw["color"] = t.color
+        if t.shape == "points":
+            _points(ax, t, kw)
+            continue
         if t.shape == "step":
             line, = ax.step(t.xs, t.ys, where="post", **kw)
         else:
@@ -55,13 +58,20 @@ def _panel(ax, p: Panel) -> None:
                 ax.broken_barh(spans, (row[lane] - 0.4, 0.8), facecolors=bars[0].color,
                                edgecolor="white", lw=0.3 if len(p.bars) < 300 else 0,
                                label=group if i == 0 else None)  # (dense: no edges)
+        errs = [b for b in p.bars if b.ci is not None]
+        if errs:
+            xs = [b.ci[0] for b in errs]
+            ax.errorbar(xs, [row[b.lane] for b in errs], fmt="none", ecolor="#222222",
+                        elinewidth=1, capsize=3, label=CI_LABEL,
+                        xerr=[[x - b.ci[1] for x, b in zip(xs, errs)],
+                              [b.ci[2] - x for x, b in zip(xs, errs)]])
         ax.set_yticks(range(len(p.lanes)), p.lanes, fontsize=7 if len(p.lanes) > 8 else 9)
         ax.set_ylim(-0.6, max(len(p.lanes), 1) - 0.4)
         ax.invert_yaxis()
     if p.band is not None:
         a, b, label = p.band
-        ax.axvspan(a, b, color="#bbbbbb", alpha=0.35, lw=0, label=label)
-        ax.text(a + 0.5 * (b - a), 0.97, "warm-up", transform=ax.get_xaxis_transform(),
+        ax.axvspan(a, b, color=p.band_color, alpha=0.35, lw=0, label=label)
+        ax.text(a + 0.5 * (b - a), 0.97, p.band_text, transform=ax.get_xaxis_transform(),
                 ha="center", va="top", fontsize=8, color="#444444")
     if p.xlog:
         ax.set_xscale("log")
@@ -76,8 +86,22 @@ def _panel(ax, p: Panel) -> None:
     ax.set_ylabel(p.ylabel)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8, loc="upper right" if p.band else "best",
+        ax.legend(fontsize=8, loc="upper right" if p.band and p.band_text == "warm-up"
+                  else "best",
                   ncol=2 if len(p.traces) > 4 else 1)
+
+
+def _points(ax, t, kw) -> None:
+    """Markers, each with its interval as an error bar where it has one."""
+    if not t.xs:
+        return
+    kw = dict(kw)
+    kw.pop("ls", None)
+    los = [y if lo is None else lo for y, lo in zip(t.ys, t.lo or t.ys)]
+    his = [y if hi is None else hi for y, hi in zip(t.ys, t.hi or t.ys)]
+    ax.errorbar(t.xs, t.ys, yerr=[[y - lo for y, lo in zip(t.ys, los)],
+                                  [hi - y for y, hi in zip(t.ys, his)]],
+                fmt="o", ms=5, capsize=4, elinewidth=1.4, **kw)
 
 
 def draw(plt, s: Section):

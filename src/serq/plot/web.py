@@ -7,7 +7,7 @@ import math
 from typing import List, Optional, Sequence
 
 from ..errors import UsageError
-from .figure import Panel, Section, stacked
+from .figure import CI_LABEL, Panel, Section, stacked
 from .tables import Table
 
 DASH = {"dot": "dot", "dash": "dash", None: "solid"}
@@ -41,6 +41,9 @@ def _traces(go, fig, p: Panel, row: int, col: int, seen: set) -> None:
                           row=row, col=col)
     for t in p.traces:
         if t.shape == "stack":
+            continue
+        if t.shape == "points":
+            fig.add_trace(_points(go, t, legend(t.name)), row=row, col=col)
             continue
         if t.lo is not None and t.hi is not None:
             fig.add_trace(go.Scatter(x=list(t.xs) + list(t.xs)[::-1],
@@ -77,9 +80,18 @@ def _traces(go, fig, p: Panel, row: int, col: int, seen: set) -> None:
                              marker_color=bars[0].color, marker_line_width=0,
                              hovertext=[b.hover for b in bars], hoverinfo="text",
                              **legend(group)), row=row, col=col)
+    errs = [b for b in p.bars if b.ci is not None]
+    if errs:
+        fig.add_trace(go.Scatter(x=[b.ci[0] for b in errs], y=[b.lane for b in errs],
+                                 mode="markers", marker=dict(size=1, color="#222222"),
+                                 error_x=dict(type="data", symmetric=False, color="#222222",
+                                              thickness=1.2, width=4,
+                                              array=[b.ci[2] - b.ci[0] for b in errs],
+                                              arrayminus=[b.ci[0] - b.ci[1] for b in errs]),
+                                 hoverinfo="skip", **legend(CI_LABEL)), row=row, col=col)
     if p.band is not None:
         a, b, label = p.band
-        fig.add_vrect(x0=a, x1=b, fillcolor="#bbbbbb", opacity=0.3, line_width=0,
+        fig.add_vrect(x0=a, x1=b, fillcolor=p.band_color, opacity=0.3, line_width=0,
                       annotation_text=label, annotation_position="top left",
                       annotation_font_size=10, row=row, col=col)
     fig.update_xaxes(title_text=p.xlabel, type="log" if p.xlog else None,
@@ -89,6 +101,24 @@ def _traces(go, fig, p: Panel, row: int, col: int, seen: set) -> None:
     if p.lanes:
         fig.update_yaxes(type="category", categoryorder="array", categoryarray=p.lanes,
                          autorange="reversed", row=row, col=col)
+
+
+def _points(go, t, legend: dict):
+    """Markers, each with its interval as an error bar where it has one."""
+    ys = list(t.ys)
+    up = [0.0 if h is None else h - y for y, h in zip(ys, t.hi or ys)]
+    down = [0.0 if lo is None else y - lo for y, lo in zip(ys, t.lo or ys)]
+    kw = {}
+    if t.texts is not None:
+        kw = dict(text=list(t.texts), hovertemplate="%{text}<extra></extra>")
+    else:
+        kw = dict(hovertemplate="%%{y:.6g} %s at %%{x:.6g}<extra>%s</extra>"
+                  % (t.hover or "", t.name))
+    return go.Scatter(x=list(t.xs), y=ys, mode="markers",
+                      marker=dict(color=t.color, size=9, line=dict(width=0.5, color="#ffffff")),
+                      error_y=dict(type="data", symmetric=False, array=up, arrayminus=down,
+                                   color=t.color, thickness=1.6, width=5),
+                      **kw, **legend)
 
 
 def figure(s: Section):
