@@ -49,7 +49,7 @@ end (``stop_all``).
 """
 import heapq
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..ir import nodes as ir
 from ..report.stats import TimeAverage
@@ -58,6 +58,9 @@ from .pools import EPS, round_up
 from .step import Step
 from .step_plan import StepJob
 from .timeavg import TICKS_KEPT
+
+if TYPE_CHECKING:
+    from .engine import Simulator
 
 #: Stage queries that read residents' tokens left (lazy during a stretch).
 LAZY_QUERIES = ("Work", "BudgetLeft")
@@ -78,7 +81,7 @@ def _reads_lazy(exprs: List[Any]) -> bool:
     return False
 
 
-def prepare(sim: Any) -> None:
+def prepare(sim: "Simulator") -> None:
     """At the start of a run: which step stages may fold (``Step.fold_ok``)."""
     prog = sim.prog
     general = (ENABLED[0] and sim.trace_iterations is None and not sim.claims
@@ -111,7 +114,7 @@ class Folding(object):
     """A stretch in progress: the residents as the stretch found them and
     the number of folded iteration starts and ends since."""
 
-    def __init__(self, st: Step, sim: Any) -> None:
+    def __init__(self, st: Step, sim: "Simulator") -> None:
         self.st = st
         self.sim = sim
         self.jobs: List[StepJob] = list(st.residents)
@@ -285,7 +288,7 @@ class Folding(object):
         self.ends = 0
 
 
-def settle_tail(sim: Any, now: float) -> None:
+def settle_tail(sim: "Simulator", now: float) -> None:
     """The end of every settle (``Settle.settle``, and a folded event's):
     the live average's piece, the event's time in ``ticks``, and the records
     of what the event touched.  Every stage's and pool's time averages need
@@ -310,7 +313,7 @@ def settle_tail(sim: Any, now: float) -> None:
         record(now)
 
 
-def _quiet_others(sim: Any, st: Step) -> bool:
+def _quiet_others(sim: "Simulator", st: Step) -> bool:
     """No other step stage would plan at this settle (each that would is in
     ``may_plan``)."""
     for other in sim.may_plan:
@@ -344,7 +347,7 @@ def _apart(g: Folding, folds: Dict[int, Folding]) -> bool:
     return True
 
 
-def sync(sim: Any, st: Any) -> None:
+def sync(sim: "Simulator", st: Any) -> None:
     """Stage ``st``'s stretch, if one is in progress, written back and
     ended: before code outside the stretch reads or changes its residents
     (a query of its work or budget, a resident joining or leaving it)."""
@@ -354,7 +357,7 @@ def sync(sim: Any, st: Any) -> None:
         f.write_back()
 
 
-def sync_pool(sim: Any, p: Any) -> None:
+def sync_pool(sim: "Simulator", p: Any) -> None:
     """The stretches whose growths or memory are pool ``p``, written back
     and ended (before a preemption there reads its candidates)."""
     folds: Dict[int, Folding] = sim.folds
@@ -362,7 +365,7 @@ def sync_pool(sim: Any, p: Any) -> None:
         folds.pop(k).write_back()
 
 
-def sync_top(sim: Any) -> None:
+def sync_top(sim: "Simulator") -> None:
     """Before the general loop takes the heap's first event: if it ends an
     iteration of a stage in a stretch, that stretch is written back."""
     heap: List[Any] = sim.heap
@@ -372,7 +375,7 @@ def sync_top(sim: Any) -> None:
             sync(sim, st)
 
 
-def stop_all(sim: Any) -> None:
+def stop_all(sim: "Simulator") -> None:
     """Every stretch in progress written back and ended (the run's end)."""
     folds: Dict[int, Folding] = sim.folds
     for f in folds.values():
@@ -380,7 +383,7 @@ def stop_all(sim: Any) -> None:
     folds.clear()
 
 
-def fold(sim: Any, st0: Any, horizon: float, max_events: Optional[int], checks: bool) -> None:
+def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], checks: bool) -> None:
     """Run step stages' iterations from the event loop while they fold (see
     the module's text), side by side: while the heap's first event ends an
     iteration that decodes every resident of its stage, that end and the

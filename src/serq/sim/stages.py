@@ -13,9 +13,12 @@ starts.
 """
 import heapq
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Set, Tuple
 
 from ..report.stats import TimeAverage, Welford, replay_pieces
+
+if TYPE_CHECKING:
+    from .engine import Simulator
 
 EPS = 1e-9
 _heappush = heapq.heappush
@@ -63,8 +66,8 @@ class Stage(object):
 
     kind = ""
 
-    def __init__(self, sim: Any, index: int, name: str, member: Optional[int]) -> None:
-        self.sim: Any = sim
+    def __init__(self, sim: "Simulator", index: int, name: str, member: Optional[int]) -> None:
+        self.sim = sim
         self.index = index
         self.name = name
         self.member = member

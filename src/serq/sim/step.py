@@ -21,6 +21,7 @@ from .stages import Stage
 from .step_plan import INF, Plan, StepContext, StepJob
 
 if TYPE_CHECKING:
+    from .engine import Simulator
     from .holds import HoldRun
     from .session import Session
 
@@ -61,7 +62,7 @@ def nan_attrs(fn: Callable[[Any], Any], e: Any) -> Callable[[Any], Any]:
 class Step(Stage):
     kind = "step"
 
-    def __init__(self, sim: Any, index: int, name: str, member: Optional[int], spec: Any,
+    def __init__(self, sim: "Simulator", index: int, name: str, member: Optional[int], spec: Any,
                  compiler: Any) -> None:
         Stage.__init__(self, sim, index, name, member)
         c = compiler
