@@ -52,6 +52,8 @@ class Point:
     dtype: str
     kv_dtype: str       # the KV cache's: auto (vLLM's default, bf16), bf16 or fp8
     kv_basis: str       # where that comes from, or the assumption
+    admission: str      # as-needed (vLLM: blocks as written, recompute preemption) or
+                        # reserve (TensorRT-LLM's GUARANTEED_NO_EVICT: the whole request's)
     requests: int
     concurrency: Optional[int]
     prompt: int
@@ -67,7 +69,7 @@ def read_points(path: Path = DATA / "points.csv") -> List[Point]:
         for row in csv.DictReader(f):
             out.append(Point(row["id"], row["load"], row["group"], row["half"], row["source"], row["figure"],
                              row["engine"], row["model"], row["gpu"], int(row["tp"]),
-                             row["dtype"], row["kv_dtype"], row["kv_basis"],
+                             row["dtype"], row["kv_dtype"], row["kv_basis"], row["admission"],
                              int(row["requests"]),
                              int(row["concurrency"]) if row["concurrency"] else None,
                              int(row["prompt"]), int(row["output"]), row["metric"],
@@ -115,7 +117,8 @@ def simulators(points: List[Point]):
             decode = d.step_time(c, c, c * (p.prompt + p.output / 2), 0, 0, *k)
             stagger = c * prefill + (p.output - 1) * decode
         sims[key] = Simulator(d, fixed_load(p.requests, p.prompt, p.output, p.concurrency,
-                                            label=key, stagger=stagger))
+                                            label=key, stagger=stagger,
+                                            reserve=p.admission == "reserve"))
     return sims
 
 
