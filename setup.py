@@ -22,11 +22,14 @@ from setuptools.command.build_ext import build_ext
 #: The modules mypyc compiles (paths under src/).
 CORE = [
     "serq/sim/rng.py",
+    "serq/sim/rng_chacha.py",
+    "serq/sim/rng_seed.py",
     "serq/sim/rng_batch.py",
     "serq/sim/dist.py",
     "serq/sim/xdist.py",
     "serq/sim/stages.py",
     "serq/sim/step.py",
+    "serq/sim/step_plan.py",
     "serq/sim/pools.py",
     "serq/sim/holds.py",
     "serq/sim/session.py",

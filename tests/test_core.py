@@ -15,8 +15,9 @@ import pytest
 
 import serq
 
-CORE_MODULES = ["serq.sim.rng", "serq.sim.rng_batch", "serq.sim.dist", "serq.sim.stages",
-                "serq.sim.step", "serq.sim.pools", "serq.sim.holds", "serq.sim.session",
+CORE_MODULES = ["serq.sim.rng", "serq.sim.rng_chacha", "serq.sim.rng_seed",
+                "serq.sim.rng_batch", "serq.sim.dist", "serq.sim.stages", "serq.sim.step",
+                "serq.sim.step_plan", "serq.sim.pools", "serq.sim.holds", "serq.sim.session",
                 "serq.sim.postmortem", "serq.sim.fold", "serq.report.stats"]
 
 PROBE = r"""

@@ -55,7 +55,8 @@ from ..ir import nodes as ir
 from ..report.stats import TimeAverage
 from .holds import try_grow
 from .pools import EPS, round_up
-from .step import Step, StepJob
+from .step import Step
+from .step_plan import StepJob
 from .timeavg import TICKS_KEPT
 
 #: Stage queries that read residents' tokens left (lazy during a stretch).

@@ -5,8 +5,9 @@ import struct
 from typing import Any, Callable, Dict, Final, List, Optional, Sequence, Tuple
 
 from . import rng as _core
-from .rng import (_C0, _C1, _C2, _C3, _M32, _M64, _PCG_INC, _PCG_MUL, STATEMENT_KIND,
-                  WORKLOAD_KIND, Rng, substream)
+from .rng import STATEMENT_KIND, WORKLOAD_KIND, Rng, substream
+from .rng_chacha import _C0, _C1, _C2, _C3, _M32, _M64
+from .rng_seed import _PCG_INC, _PCG_MUL
 
 # ---------------------------------------------------------------------------
 # Batched setup of session streams

@@ -2,7 +2,7 @@
 --seeds``, ``serq compare``, ``serq sensitivity``, ``serq capacity``).
 
 In serQ 0.1.3 a session's streams (workload, statements, fork legs) are
-seeded from ``substream_seed(seed, serial, ...)`` (sim/rng.py), whose first
+seeded from ``substream_seed(seed, serial, ...)`` (sim/rng_seed.py), whose first
 step adds the seed and the session's serial (the feature map's surprise
 14): session ``k + 1`` at seed ``s`` draws exactly what session ``k`` draws
 at seed ``s + 1``, so runs at consecutive seeds share almost every

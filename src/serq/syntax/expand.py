@@ -8,6 +8,7 @@ from typing import Dict, List, Optional, Set as PySet
 
 from .._dataclass import dataclass
 from . import ast
+from .constmath import MATH_ARITY, MATH_FUNS, binop, min_max
 from .lexer import Token
 
 
@@ -56,25 +57,30 @@ RETIRED = {
 STATE_FUNCS = frozenset("""queue busy work used free cachedin holders queued price
 budget_left est_lambda est_rho est_wait""".split())
 
-_ARITH1 = {"abs": abs, "floor": math.floor, "ceil": math.ceil, "sqrt": math.sqrt,
-           "exp": math.exp, "ln": math.log}
+#: The terms one constant fold of the parser's may write out (the
+#: reference's bound: an array size of ``sum i in 4097 (0) + 1`` is not a
+#: constant to it, and ``sum i in 2 (sum j in 2048 (1))``, which writes
+#: 2 + 2 x 2048 terms, is not either).
+MAX_FOLD_TERMS = 4096
 
 
 def fold_const(e: ast.Expr, lets: Dict[str, Optional[float]], deps: List[str]) -> Optional[float]:
     """Fold a constant expression over earlier ``let``s; None if not constant.
     Appends each ``let`` read to ``deps``."""
     try:
-        return _fold(e, lets, deps)
-    except (ValueError, OverflowError, ZeroDivisionError, TypeError):
+        return _fold(e, lets, deps, {}, [0])
+    except (ValueError, OverflowError, ZeroDivisionError, TypeError, RecursionError):
         return None
 
 
-def _fold(e, lets, deps):
+def _fold(e, lets, deps, bound: Dict[str, float], terms: List[int]) -> Optional[float]:
     if isinstance(e, ast.Num):
         return e.value
     if isinstance(e, ast.Name):
         if e.index is not None:
             return None
+        if e.name in bound:
+            return bound[e.name]
         if e.name == "inf":
             return math.inf
         if e.name in lets:
@@ -82,46 +88,50 @@ def _fold(e, lets, deps):
             return lets[e.name]
         return None
     if isinstance(e, ast.Unary):
-        v = _fold(e.operand, lets, deps)
+        v = _fold(e.operand, lets, deps, bound, terms)
         if v is None:
             return None
         return -v if e.op == "-" else (1.0 if v == 0 else 0.0)
     if isinstance(e, ast.Binary):
-        a = _fold(e.left, lets, deps)
-        b = _fold(e.right, lets, deps)
+        # both sides must be constant, `&&` and `||` included, as in 0.1.3
+        a = _fold(e.left, lets, deps, bound, terms)
+        b = _fold(e.right, lets, deps, bound, terms)
         if a is None or b is None:
             return None
-        op = e.op
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "/":
-            if b == 0:
-                return math.nan if a == 0 or a != a else math.copysign(math.inf, a) * math.copysign(1, b)
-            return a / b
-        if op == "^":
-            return math.pow(a, b)
-        table = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "==": a == b, "!=": a != b,
-                 "&&": a != 0 and b != 0, "||": a != 0 or b != 0}
-        return 1.0 if table[op] else 0.0
+        if e.op == "&&":
+            return 1.0 if a != 0 and b != 0 else 0.0
+        if e.op == "||":
+            return 1.0 if a != 0 or b != 0 else 0.0
+        return binop(e.op, a, b)
     if isinstance(e, ast.Cond):
-        c = _fold(e.test, lets, deps)
+        c = _fold(e.test, lets, deps, bound, terms)
         if c is None:
             return None
-        return _fold(e.then if c != 0 else e.other, lets, deps)
+        return _fold(e.then if c != 0 else e.other, lets, deps, bound, terms)
     if isinstance(e, ast.Call):
-        vals = [_fold(a, lets, deps) for a in e.args]
+        fn = MATH_FUNS.get(e.func)
+        if fn is None or len(e.args) != MATH_ARITY[e.func]:
+            return None
+        vals = [_fold(a, lets, deps, bound, terms) for a in e.args]
         if any(v is None for v in vals):
             return None
-        if e.func in _ARITH1 and len(vals) == 1:
-            return float(_ARITH1[e.func](vals[0]))
-        if e.func in ("min", "max") and len(vals) == 2:
-            return float(min(vals) if e.func == "min" else max(vals))
-        if e.func == "pow" and len(vals) == 2:
-            return math.pow(vals[0], vals[1])
+        return float(fn(*vals))
+    if isinstance(e, ast.Agg):
+        n = _fold(e.count, lets, deps, bound, terms)
+        if n is None or not (n >= 1 and not math.isinf(n) and float(n).is_integer()):
+            return None
+        terms[0] += int(n)
+        if terms[0] > MAX_FOLD_TERMS:
+            return None
+        inner = dict(bound)
+        acc: Optional[float] = None
+        for j in range(int(n)):
+            inner[e.var] = float(j)
+            v = _fold(e.body, lets, deps, inner, terms)
+            if v is None:
+                return None
+            acc = v if acc is None else min_max(e.kind, acc, v)
+        return acc
     return None
 
 

@@ -1,0 +1,153 @@
+"""ChaCha keys from seeds, as rand 0.9 derives them.
+
+``substream_seed`` mixes a run's seed with three numbers (splitmix64 steps)
+into the u64 that seeds a per-session stream; ``seed_key`` is rand_core's
+``seed_from_u64``, eight PCG32 outputs as the key words.  ``_seed_key_fast``
+is the same unrolled, and ``_key_s64``/``_sub_key_s64`` the same on signed
+64-bit machine integers (PyPy's wrapping operations).  rng.py picks which
+(``use_implementation``).
+"""
+from typing import Any, Callable, Final
+
+from .rng_chacha import _M32, _M64, Key
+
+
+# ---------------------------------------------------------------------------
+# Seeding
+
+
+def substream_seed(seed: int, a: int, b: int, c: int) -> int:
+    """The u64 that seeds ``substream(seed, a, b, c)`` (splitmix64 steps)."""
+    x = seed & _M64
+    for v in (a, b, c):
+        x = (x + 0x9E3779B97F4A7C15 + v) & _M64
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+        x ^= x >> 31
+    return x
+
+
+def seed_key(seed: int) -> Key:
+    """rand_core's ``seed_from_u64``: eight PCG32 (XSH-RR) outputs as key words.
+
+    The PCG state is advanced before each output; the outputs are taken
+    little-endian, which makes each one exactly one 32-bit key word.
+    """
+    state = seed
+    key = []
+    for _ in range(8):
+        state = (state * _PCG_MUL + _PCG_INC) & _M64
+        x = (((state >> 18) ^ state) >> 27) & _M32
+        rot = state >> 59
+        key.append(((x >> rot) | (x << (32 - rot))) & _M32)
+    return tuple(key)
+
+
+_PCG_MUL: Final = 6364136223846793005
+_PCG_INC: Final = 11634580027462260723
+
+
+def _seed_key_fast(s: int, A: int = _PCG_MUL, C: int = _PCG_INC, M: int = _M64,
+                   W: int = _M32) -> Key:
+    """``seed_key`` with the loop unrolled (the hot path of a fresh stream)."""
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k0 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k1 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k2 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k3 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k4 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k5 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k6 = ((x >> r) | (x << (32 - r))) & W
+    s = (s * A + C) & M; x = (((s >> 18) ^ s) >> 27) & W; r = s >> 59
+    k7 = ((x >> r) | (x << (32 - r))) & W
+    return (k0, k1, k2, k3, k4, k5, k6, k7)
+
+
+# Seeding on machine integers (PyPy).  PyPy's ints are 64-bit signed machine
+# words until a result overflows; u64 arithmetic with ``& _M64`` keeps them
+# as slow big integers.  The same steps on signed 64-bit values with PyPy's
+# wrapping operations (``__pypy__.intop``) give the same bits at machine
+# speed.  Elsewhere the operations are emulated (for the tests).
+
+_MAX_S64: Final = (1 << 63) - 1
+
+
+def _as_s64(v: int) -> int:
+    """The signed 64-bit integer with the bits of ``v`` modulo 2**64."""
+    if 0 <= v <= _MAX_S64:
+        return v
+    v &= _M64
+    return int(v - (1 << 64)) if v > _MAX_S64 else int(v)
+
+
+def _pypy_intop() -> Any:
+    try:
+        from __pypy__ import intop  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return intop
+
+
+_intop: Any = _pypy_intop()
+
+
+def _emulated_add(a: int, b: int) -> int:
+    return _as_s64(a + b)
+
+
+def _emulated_mul(a: int, b: int) -> int:
+    return _as_s64(a * b)
+
+
+def _emulated_ushr(a: int, n: int) -> int:
+    return (a & _M64) >> n
+
+
+_Op = Callable[[int, int], int]
+_wrap_add: _Op = _emulated_add if _intop is None else _intop.int_add
+_wrap_mul: _Op = _emulated_mul if _intop is None else _intop.int_mul
+_ushr: _Op = _emulated_ushr if _intop is None else _intop.uint_rshift
+
+
+def _key_s64(s: int, add: _Op = _wrap_add, mul: _Op = _wrap_mul, shr: _Op = _ushr,
+             W: int = _M32) -> Key:
+    """``seed_key`` of the seed whose signed 64-bit form is ``s``."""
+    A = _as_s64(_PCG_MUL)
+    C = _as_s64(_PCG_INC)
+    key = []
+    for _ in (0, 1, 2, 3, 4, 5, 6, 7):
+        s = add(mul(s, A), C)
+        x = shr(shr(s, 18) ^ s, 27) & W
+        r = shr(s, 59)
+        # (32 - r) & 31: x << 32 would leave the machine integers when r is 0
+        key.append(((x >> r) | (x << ((32 - r) & 31))) & W)
+    return tuple(key)
+
+
+def _sub_key_s64(seed: int, a: int, b: int, c: int, add: _Op = _wrap_add,
+                 mul: _Op = _wrap_mul, shr: _Op = _ushr) -> Key:
+    """``seed_key(substream_seed(seed, a, b, c))`` on signed 64-bit values."""
+    x = _as_s64(seed)
+    g = _as_s64(0x9E3779B97F4A7C15)
+    m1 = _as_s64(0xBF58476D1CE4E5B9)
+    m2 = _as_s64(0x94D049BB133111EB)
+    for v in (a, b, c):
+        x = add(add(x, g), _as_s64(v))
+        x = mul(x ^ shr(x, 30), m1)
+        x = mul(x ^ shr(x, 27), m2)
+        x ^= shr(x, 31)
+    return _key_s64(x)
+
+
+def _seed_key_s64(seed: int) -> Key:
+    return _key_s64(_as_s64(seed))
+
+
+def _sub_key_rows(seed: int, a: int, b: int, c: int) -> Key:
+    return _seed_key_fast(substream_seed(seed, a, b, c))
