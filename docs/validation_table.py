@@ -50,6 +50,10 @@ class Point:
     gpu: str
     tp: int
     dtype: str
+    kv_dtype: str       # the KV cache's: auto (vLLM's default, bf16), bf16 or fp8
+    kv_basis: str       # where that comes from, or the assumption
+    admission: str      # as-needed (vLLM: blocks as written, recompute preemption) or
+                        # reserve (TensorRT-LLM's GUARANTEED_NO_EVICT: the whole request's)
     requests: int
     concurrency: Optional[int]
     prompt: int
@@ -65,7 +69,8 @@ def read_points(path: Path = DATA / "points.csv") -> List[Point]:
         for row in csv.DictReader(f):
             out.append(Point(row["id"], row["load"], row["group"], row["half"], row["source"], row["figure"],
                              row["engine"], row["model"], row["gpu"], int(row["tp"]),
-                             row["dtype"], int(row["requests"]),
+                             row["dtype"], row["kv_dtype"], row["kv_basis"], row["admission"],
+                             int(row["requests"]),
                              int(row["concurrency"]) if row["concurrency"] else None,
                              int(row["prompt"]), int(row["output"]), row["metric"],
                              float(row["measured"]) * UNIT[row["unit"]], row["unit"]))
@@ -97,17 +102,23 @@ def simulators(points: List[Point]):
     sims = {}
     for key, ps in loads(points).items():
         p = ps[0]
-        d = deploy(lookup("model", p.model), lookup("gpu", p.gpu), tp=p.tp, dtype=p.dtype)
+        d = deploy(lookup("model", p.model), lookup("gpu", p.gpu), tp=p.tp, dtype=p.dtype,
+                   kv_dtype=p.kv_dtype)
         stagger = 0.0
         if p.concurrency and p.concurrency > 1:
-            # the clients spread over one request's life (default parameters)
+            # The clients spread over one cycle of the closed loop in its
+            # steady state (default parameters): in the time one request
+            # lives, each of the c clients' prompts is prefilled once (a
+            # step the decodes wait for) and the request decodes output - 1
+            # tokens among c decodes.
             k = DEFAULT_KNOBS.as_tuple()
             c = p.concurrency
-            stagger = (d.step_time(p.prompt, 0, 0, p.prompt, p.prompt * p.prompt / 2, *k)
-                       + (p.output - 1) * d.step_time(c, c, c * (p.prompt + p.output / 2),
-                                                      0, 0, *k))
+            prefill = d.step_time(p.prompt, 0, 0, p.prompt, p.prompt * p.prompt / 2, *k)
+            decode = d.step_time(c, c, c * (p.prompt + p.output / 2), 0, 0, *k)
+            stagger = c * prefill + (p.output - 1) * decode
         sims[key] = Simulator(d, fixed_load(p.requests, p.prompt, p.output, p.concurrency,
-                                            label=key, stagger=stagger))
+                                            label=key, stagger=stagger,
+                                            reserve=p.admission == "reserve"))
     return sims
 
 
@@ -187,7 +198,8 @@ def build(points: List[Point], knobs: Dict) -> Tuple[str, str, Dict]:
         rows.append("| [%s](%s) | %s on %s%s, %s | %s | %s, %d in / %d out | %s | %s | "
                     "%s (%+.1f %%) | %s (%+.1f %%) | %s |" % (
                         p.id, p.source, p.model, "%d x " % p.tp if p.tp > 1 else "", p.gpu,
-                        p.dtype, p.engine, load, p.prompt, p.output, p.metric,
+                        p.dtype + (", %s KV" % p.kv_dtype if p.kv_dtype not in ("auto", "bf16")
+                                   else ""), p.engine, load, p.prompt, p.output, p.metric,
                         _fmt(p.measured, p.unit), _fmt(before[p.id], p.unit), 100 * eb,
                         _fmt(after[p.id], p.unit), 100 * ea, p.half))
     rows += [""] + params

@@ -252,6 +252,26 @@ def test_concurrency_cap_holds_requests_back():
     assert b["output_throughput"] < a["output_throughput"]
 
 
+def test_reserving_the_whole_request_never_preempts():
+    # An L4 holds 24k tokens of Llama-3.1-8B's cache: 16 requests of 1500 + 1500
+    # tokens fit as prompts (vLLM admits them and preempts as they grow) but
+    # only 8 whole (TensorRT-LLM's GUARANTEED_NO_EVICT admits 8 at a time).
+    d = deploy(lookup("model", "llama-3.1-8b"), lookup("gpu", "l4"))
+    assert 8 * 3000 <= d.kv_tokens() < 9 * 3000 and d.kv_tokens() >= 16 * 1500
+    grow = Simulator(d, fixed_load(16, 1500, 1500))
+    whole = Simulator(d, fixed_load(16, 1500, 1500, reserve=True))
+    try:
+        a, b = grow.run(DEFAULT_KNOBS), whole.run(DEFAULT_KNOBS)
+        firsts = sorted(r["ttft"] for r in whole.per_request(DEFAULT_KNOBS))
+    finally:
+        grow.close()
+        whole.close()
+    assert a.preemptions > 0 and b.preemptions == 0
+    # the second eight wait for the first eight to finish
+    assert firsts[8] > firsts[7] + 1000 * d.decode_step(8, 1500) * 0.9
+    assert b["ttft_median"] > a["ttft_median"]
+
+
 # ---- errors -----------------------------------------------------------------
 
 CSV_ERRORS = [

@@ -213,6 +213,57 @@ def test_errors_are_clear_and_exit_1(capsys, argv, words):
         assert w in err
 
 
+def test_an_fp8_kv_cache_halves_a_token_and_holds_twice_the_tokens(capsys, tmp_path):
+    # vLLM's --kv-cache-dtype: auto keeps the model's bf16, even under FP8 weights
+    auto = dep("llama-3.1-70b", "h100-sxm", tp=2, dtype="fp8")
+    assert auto.kv_dtype == "bf16" and auto.kv_token_bytes() == 2 * 80 * 4 * 128 * 2
+    assert dep("llama-3.1-70b", "h100-sxm", tp=2, dtype="fp8", kv_dtype="bf16") == auto
+    fp8 = dep("llama-3.1-70b", "h100-sxm", tp=2, dtype="fp8", kv_dtype="fp8")
+    assert fp8.kv_token_bytes() == 2 * 80 * 4 * 128 * 1
+    assert fp8.kv_bytes() == auto.kv_bytes()            # the same memory, half a token
+    assert fp8.kv_blocks() == int(auto.kv_bytes() // (16 * fp8.kv_token_bytes()))
+    assert 2 * auto.kv_blocks() <= fp8.kv_blocks() <= 2 * auto.kv_blocks() + 1
+    # MLA's latent cache too
+    mla = dep("deepseek-v3", "h200", tp=8, kv_dtype="fp8")
+    assert mla.kv_token_bytes() == 61 * (512 + 64) * 1
+    # a decode reads half the KV bytes: at 4096 tokens of context a request, the
+    # memory time of the fp8 cache is less by the bytes saved
+    _, m16, _, _ = auto.step_parts(8, 8, 8 * 4096, 0, 0)
+    _, m8, _, _ = fp8.step_parts(8, 8, 8 * 4096, 0, 0)
+    saved = 8 * 4096 * (auto.kv_token_bytes() - fp8.kv_token_bytes())
+    assert m16 - m8 == pytest.approx(saved / (3350e9 * MEMORY_EFF), rel=1e-9)
+    # the command: the option, the summary and the library's header say it
+    rc, out, err = run_cli(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2",
+                           "--dtype", "fp8", "--kv-dtype", "fp8")
+    assert rc == 0
+    assert "--kv-dtype fp8" in out.splitlines()[2] and "fp8 KV cache" in out
+    assert "def cost_kv_blocks() = %d;" % fp8.kv_blocks() in out
+    assert "x 128 x 1 byte" in err and "{:,}".format(fp8.kv_tokens()) in err
+    rc, out, _ = run_cli(capsys, "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "2",
+                         "--dtype", "fp8", "--kv-dtype", "auto")
+    assert "--kv-dtype" not in out and "def cost_kv_blocks() = %d;" % auto.kv_blocks() in out
+    with pytest.raises(SerqError, match="--kv-dtype fp4"):
+        dep("llama-3.1-8b", "h100-sxm", kv_dtype="fp4")
+
+
+def test_allreduce_latency_comes_from_the_catalogue_or_the_link():
+    g = catalogue.gpus()
+    assert g["mi300x"].allreduce_us == 8 and g["h100-sxm"].allreduce_us == 8
+    raw = json.loads((ROOT / "src" / "serq" / "costmodel" / "gpus.json").read_text())
+    for key, gpu in g.items():
+        if gpu.allreduce_us is not None:        # a figure in the catalogue names its source
+            assert "https://" in raw[key]["allreduce_source"], key
+    d = dep("llama-3.1-70b", "h100-sxm", tp=4)
+    assert d.allreduce_fixed() == pytest.approx(2 * 80 * 8e-6)
+    pcie = dep("llama-3.1-70b", "l40s", tp=4, dtype="fp8")
+    assert g["l40s"].allreduce_us is None and pcie.allreduce_latency() == 25e-6
+    faster = replace(g["h100-sxm"], allreduce_us=2.0)
+    d2 = deploy(catalogue.lookup("model", "llama-3.1-70b"), faster, tp=4)
+    assert d2.allreduce_fixed() == pytest.approx(2 * 80 * 2e-6)
+    assert d.step_time(8, 8, 0, 0, 0) - d2.step_time(8, 8, 0, 0, 0) == pytest.approx(
+        2 * 80 * 6e-6)
+
+
 def test_kv_heads_that_do_not_shard_are_refused():
     m = replace(catalogue.models()["llama-3.1-8b"], heads=24, kv_heads=6)
     with pytest.raises(SerqError, match="KV heads"):
@@ -280,6 +331,8 @@ def serq(*argv, cwd=None):
     ["--model", "deepseek-v3", "--gpu", "h200", "--tp", "8"],
     ["--model", "qwen3-32b", "--gpu", "l40s", "--tp", "2", "--dtype", "fp8",
      "--block-size", "32"],
+    ["--model", "llama-3.1-70b", "--gpu", "mi300x", "--tp", "2", "--dtype", "fp8",
+     "--kv-dtype", "fp8"],
 ])
 def test_program_using_the_library_matches_pyserq(tmp_path, args):
     pyserq = pytest.importorskip("pyserq")

@@ -67,6 +67,7 @@ class Gpu:
     bandwidth_gbs: float
     link: str
     link_gbs: float
+    allreduce_us: Optional[float] = None  # a small all-reduce's latency (None: by link)
 
     @property
     def pcie(self) -> bool:

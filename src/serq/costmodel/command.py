@@ -7,6 +7,7 @@ from ..argtypes import number as _number, pos_int as _positive_int
 from ..errors import UsageError
 
 DTYPES = ("bf16", "fp8")
+KV_DTYPES = ("auto", "bf16", "fp8")     # roofline.KV_DTYPES, without importing it here
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,7 +25,12 @@ def add_deployment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tp", type=_positive_int, default=1, metavar="N",
                    help="tensor-parallel GPUs of one engine (default 1)")
     p.add_argument("--dtype", choices=DTYPES,
-                   help="the weights' format (default: the checkpoint's; the KV cache stays bf16)")
+                   help="the weights' format (default: the checkpoint's; --kv-dtype sets the "
+                   "KV cache's)")
+    p.add_argument("--kv-dtype", choices=KV_DTYPES, default="auto",
+                   help="the KV cache's format: auto (vLLM's default: the model's dtype, bf16 "
+                   "even for FP8 weights), bf16, or fp8 (vLLM's --kv-cache-dtype fp8: half "
+                   "the bytes a token)")
     p.add_argument("--gpu-memory-utilization", type=_number, default=0.9, metavar="U",
                    help="the share of each GPU's memory vLLM may use, in (0, 1] (default 0.9)")
     p.add_argument("--block-size", type=_positive_int, default=16, metavar="B",
@@ -90,7 +96,8 @@ def deployment(args):
     gpu = lookup("gpu", args.gpu)
     return deploy(model, gpu, tp=args.tp, dtype=args.dtype,
                   utilization=args.gpu_memory_utilization, block_size=args.block_size,
-                  max_batched_tokens=args.max_num_batched_tokens, max_seqs=args.max_num_seqs)
+                  max_batched_tokens=args.max_num_batched_tokens, max_seqs=args.max_num_seqs,
+                  kv_dtype=args.kv_dtype)
 
 
 def library_name(args, d) -> str:

@@ -15,7 +15,7 @@ import re
 from typing import List, Optional
 
 from .. import __version__
-from .roofline import (ALLREDUCE_LATENCY, ACT_BYTES, CONTEXT, GIB, RUNTIME_RESERVE_GIB,
+from .roofline import (ACT_BYTES, CONTEXT, GIB, RUNTIME_RESERVE_GIB,
                        DTYPE_BYTES, DEFAULT_KNOBS, Deployment, Knobs)
 
 PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
@@ -48,6 +48,8 @@ def command_line(d: Deployment, prefix: str) -> str:
         parts += ["--tp", str(d.tp)]
     if d.dtype != d.model.dtype or d.expert_dtype != (d.model.expert_dtype or d.model.dtype):
         parts += ["--dtype", d.dtype]
+    if d.kv_dtype != "bf16":
+        parts += ["--kv-dtype", d.kv_dtype]
     if d.utilization != 0.9:
         parts += ["--gpu-memory-utilization", "%g" % d.utilization]
     if d.block_size != 16:
@@ -63,21 +65,29 @@ def command_line(d: Deployment, prefix: str) -> str:
 
 def _dtypes(d: Deployment) -> str:
     if d.model.moe and d.expert_dtype != d.dtype:
-        return "%s weights, %s experts" % (d.dtype, d.expert_dtype)
-    return "%s weights" % d.dtype
+        text = "%s weights, %s experts" % (d.dtype, d.expert_dtype)
+    else:
+        text = "%s weights" % d.dtype
+    if d.kv_dtype != "bf16":
+        text += ", %s KV cache" % d.kv_dtype
+    return text
 
 
 def _kv_formula(d: Deployment) -> str:
     m = d.model
     if m.mla:
-        return "%d layers x (%d latent + %d rope) x %d bytes, the same on every rank" % (
-            m.layers, m.kv_lora_rank, m.qk_rope_head_dim, ACT_BYTES)
+        return "%d layers x (%d latent + %d rope) x %s, the same on every rank" % (
+            m.layers, m.kv_lora_rank, m.qk_rope_head_dim, _bytes(d.kv_elem_bytes))
     shard = ""
     if d.tp > 1:
         shard = " (%d of %d a rank%s)" % (d.kv_heads_per_gpu(), m.kv_heads,
                                          ", replicated" if d.tp > m.kv_heads else "")
-    return "2 (K, V) x %d layers x %d KV heads%s x %d x %d bytes" % (
-        m.layers, d.kv_heads_per_gpu(), shard, m.head_dim, ACT_BYTES)
+    return "2 (K, V) x %d layers x %d KV heads%s x %d x %s" % (
+        m.layers, d.kv_heads_per_gpu(), shard, m.head_dim, _bytes(d.kv_elem_bytes))
+
+
+def _bytes(n: int) -> str:
+    return "1 byte" if n == 1 else "%d bytes" % n
 
 
 def title(d: Deployment) -> str:
@@ -190,12 +200,13 @@ def render(d: Deployment, prefix: str = "cost", file_name: str = "costs.sq",
     w("def %s_compute_s(c_eff) = %s_flops() / (%s * c_eff);" % (P, P, num(d.peak_flops)))
     w("def %s_memory_s(m_eff) = %s_bytes() / (%s * m_eff);" % (P, P, num(g.bandwidth_gbs * 1e9)))
     if d.tp > 1:
-        lat = ALLREDUCE_LATENCY["pcie" if g.pcie else "nvlink"]
+        lat = d.allreduce_latency()
         w("// Tensor parallel: 2 all-reduces a layer of tokens x %d x %d bytes, a ring over %d" %
           (m.hidden, ACT_BYTES, d.tp))
         w("// GPUs sending 2(%d-1)/%d of it over %g GB/s (one direction of %s), and %g us" %
           (d.tp, d.tp, g.link_gbs / 2, g.link, lat * 1e6))
-        w("// of latency each (an estimate).")
+        w("// of latency each (%s)." % ("gpus.json gives its source" if g.allreduce_us is not None
+                                       else "an estimate for the link"))
         w("def %s_comm_s() = %s * tokens + %s;" % (
             P, num(d.allreduce_per_token()), num(d.allreduce_fixed())))
     else:

@@ -13,7 +13,11 @@ goes through the engine as vLLM v1 takes it: a slot of ``max_num_seqs``,
 KV blocks allocated as the prefill chunks and the decoded tokens are
 written, chunked prefill under the step's token budget, recompute
 preemption of the youngest request when the cache runs out (without
-prefix caching: benchmark prompts share nothing)."""
+prefix caching: benchmark prompts share nothing).  With ``reserve`` the
+engine admits as TensorRT-LLM's default capacity policy, GUARANTEED_NO_EVICT,
+does: only when the blocks of the whole request (prompt and every output
+token) are free, reserved at admission, so that no request is ever
+preempted."""
 import math
 import os
 import tempfile
@@ -43,6 +47,7 @@ class Load:
     requests: List[Request]
     concurrency: Optional[int] = None
     label: str = ""
+    reserve: bool = False   # the engine reserves a whole request's KV at admission
 
     @property
     def output_tokens(self) -> int:
@@ -77,8 +82,10 @@ def summarize(prefix: str, xs: Sequence[float], out: Dict[str, float]) -> None:
         out[prefix + "_mean"] = sum(xs) / len(xs)
 
 
-def program_text(d: Deployment, library: str, trace: str, concurrency: Optional[int]) -> str:
-    """The program that replays ``trace`` on the engine ``library`` describes."""
+def program_text(d: Deployment, library: str, trace: str, concurrency: Optional[int],
+                 reserve: bool = False) -> str:
+    """The program that replays ``trace`` on the engine ``library`` describes;
+    ``reserve``: admitted only with the whole request's KV reserved."""
     lines = [
         'use "%s";' % library.replace("\\", "/"),
         "let compute_eff = cost_compute_eff();",
@@ -88,6 +95,12 @@ def program_text(d: Deployment, library: str, trace: str, concurrency: Optional[
         "pool kv { cap cost_kv_blocks() * cost_block_size(); block cost_block_size(); "
         "preempt lifo; }",
     ]
+    if reserve:
+        # The reservations: as many tokens as the cache, in its blocks.  A
+        # request holds prompt + output of them from admission to its end,
+        # so the cache itself never runs out.
+        lines.append("pool reserved { cap cost_kv_blocks() * cost_block_size(); "
+                     "block cost_block_size(); }")
     if concurrency is not None:
         lines.append("pool clients { cap %d; }" % concurrency)
     lines += [
@@ -107,7 +120,8 @@ def program_text(d: Deployment, library: str, trace: str, concurrency: Optional[
         "set t0 = now;",
         # The tokens the request knows when it is (re)admitted: its prompt,
         # or after a preemption what it had computed and the token sampled.
-        "hold seqs (1), kv (min(known, budget_left(gpu))) at admission (known = max(new, computed + 1)) {",
+        "hold seqs (1), %skv (min(known, budget_left(gpu))) at admission (known = max(new, computed + 1)) {"
+        % ("reserved (new + out), " if reserve else ""),
         "  set has = max(new, computed + 1);",
         "  run gpu prefill (has) growing kv;",
         "  branch (has == new) { set t1 = now; observe ttft = now - t0; }",
@@ -158,7 +172,7 @@ class Simulator(object):
             f.write(trace_text(load))
         self.program = os.path.join(self.dir, "load.sq")
         with open(self.program, "w", encoding="utf-8") as f:
-            f.write(program_text(d, "costs.sq", "load.csv", load.concurrency))
+            f.write(program_text(d, "costs.sq", "load.csv", load.concurrency, load.reserve))
         self.runs = 0
 
     def _simulate(self, knobs: Knobs):
@@ -227,7 +241,7 @@ def simulate_load(d: Deployment, load: Load, knobs: Knobs) -> Metrics:
 
 def fixed_load(n: int, prompt: int, output: int, concurrency: Optional[int] = None,
                rate: Optional[float] = None, seed: int = 0, label: str = "",
-               stagger: float = 0.0) -> Load:
+               stagger: float = 0.0, reserve: bool = False) -> Load:
     """``n`` requests of the same lengths, all sent at once (behind the
     concurrency cap, if any) or as a Poisson stream of ``rate`` a second
     drawn with ``seed``.  With a cap and ``stagger`` > 0 the first
@@ -245,4 +259,4 @@ def fixed_load(n: int, prompt: int, output: int, concurrency: Optional[int] = No
         reqs.append(Request(t, prompt, output))
         if rate is not None and not math.isinf(rate):
             t += rng.expovariate(rate)
-    return Load(reqs, concurrency, label)
+    return Load(reqs, concurrency, label, reserve)

@@ -18,14 +18,23 @@ GIB = 1024 ** 3
 # Bytes a weight takes in each format.  MXFP4: 4-bit values with one 8-bit
 # scale per 32 of them (OCP Microscaling spec), 4.25 bits.
 DTYPE_BYTES = {"bf16": 2.0, "fp8": 1.0, "mxfp4": 4.25 / 8}
-ACT_BYTES = 2            # activations and the KV cache: bf16 (vLLM's kv_cache_dtype "auto")
+ACT_BYTES = 2            # activations: bf16, whatever format the weights are in
+# The KV cache's formats.  vLLM's `--kv-cache-dtype auto` (its default) stores
+# the cache in the model's dtype, the activations' (bf16 for every model of the
+# catalogue, FP8 checkpoints included: their activations are bf16 between the
+# FP8 GEMMs); `fp8` stores one byte an element (E4M3 or E5M2, with per-tensor
+# scales held apart from the blocks).
+KV_DTYPE_BYTES = {"bf16": 2, "fp8": 1}
+KV_DTYPES = ("auto",) + tuple(KV_DTYPE_BYTES)
 
 # The roofline's parameters, estimates until measurements calibrate them
 # (issue 16 part 3).  docs/costs.md says where each comes from.
 COMPUTE_EFF = 0.6        # share of dense peak FLOP/s that serving GEMMs reach
 MEMORY_EFF = 0.8         # share of peak memory bandwidth that weight and KV reads reach
 STEP_OVERHEAD = 0.0015   # seconds a step spends outside GPU work (scheduling, launch, sampling)
-ALLREDUCE_LATENCY = {"nvlink": 8e-6, "pcie": 25e-6}   # seconds a small all-reduce costs
+# Seconds a small all-reduce costs, for a GPU whose catalogue entry gives no
+# `allreduce_us` of its own (gpus.json says where each one comes from).
+ALLREDUCE_LATENCY = {"nvlink": 8e-6, "pcie": 25e-6}
 
 
 
@@ -122,6 +131,11 @@ class Deployment:
     params: Params
     peak_flops: float           # FLOP/s of one GPU in the format the GEMMs run in
     peak_label: str
+    kv_dtype: str = "bf16"      # the KV cache's format ("auto" resolved)
+
+    @property
+    def kv_elem_bytes(self) -> int:
+        return KV_DTYPE_BYTES[self.kv_dtype]
 
     # -- bytes ------------------------------------------------------------
     def weight_bytes(self) -> float:
@@ -151,11 +165,11 @@ class Deployment:
         """KV cache bytes a token takes on one GPU.  GQA: K and V for each
         layer and each KV head of this rank (a head is replicated when tp >
         the KV heads).  MLA: the latent vector and the rope key, one per layer,
-        the same on every rank."""
+        the same on every rank.  Elements of ``kv_dtype``'s size."""
         m = self.model
         if m.mla:
-            return m.layers * (m.kv_lora_rank + m.qk_rope_head_dim) * ACT_BYTES
-        return 2 * m.layers * self.kv_heads_per_gpu() * m.head_dim * ACT_BYTES
+            return m.layers * (m.kv_lora_rank + m.qk_rope_head_dim) * self.kv_elem_bytes
+        return 2 * m.layers * self.kv_heads_per_gpu() * m.head_dim * self.kv_elem_bytes
 
     # -- capacity ---------------------------------------------------------
     def usable_bytes(self) -> float:
@@ -231,11 +245,17 @@ class Deployment:
         one_way = self.gpu.link_gbs / 2 * 1e9
         return 2 * self.model.layers * self.model.hidden * ACT_BYTES * ring / one_way
 
+    def allreduce_latency(self) -> float:
+        """Seconds of latency one small all-reduce costs on this GPU's links:
+        the catalogue's figure, else the link type's default."""
+        if self.gpu.allreduce_us is not None:
+            return self.gpu.allreduce_us * 1e-6
+        return ALLREDUCE_LATENCY["pcie" if self.gpu.pcie else "nvlink"]
+
     def allreduce_fixed(self) -> float:
         if self.tp == 1:
             return 0.0
-        lat = ALLREDUCE_LATENCY["pcie" if self.gpu.pcie else "nvlink"]
-        return 2 * self.model.layers * lat
+        return 2 * self.model.layers * self.allreduce_latency()
 
     # -- the step cost itself, as the library computes it ----------------------
     def experts_touched(self, tokens: float) -> float:
@@ -274,7 +294,7 @@ class Deployment:
 
 def deploy(model: Model, gpu: Gpu, tp: int = 1, dtype: Optional[str] = None,
            utilization: float = 0.9, block_size: int = 16, max_batched_tokens: int = 8192,
-           max_seqs: int = 256) -> Deployment:
+           max_seqs: int = 256, kv_dtype: str = "auto") -> Deployment:
     """The deployment, or an error that says why it cannot run."""
     if not (utilization > 0 and utilization <= 1):
         raise SerqError("--gpu-memory-utilization %s is outside (0, 1]" % _num(utilization),
@@ -293,6 +313,12 @@ def deploy(model: Model, gpu: Gpu, tp: int = 1, dtype: Optional[str] = None,
                         "of KV heads, or the same head replicated" % (tp, model.kv_heads, model.name),
                         help="use a degree that divides %d or that %d divides"
                         % (model.kv_heads, model.kv_heads))
+    if kv_dtype not in KV_DTYPES:
+        raise SerqError("--kv-dtype %s: the KV cache is stored as %s" % (
+            kv_dtype, ", ".join(KV_DTYPES)),
+            help="`auto` (vLLM's default) keeps it in the activations' bf16; `fp8` halves it")
+    if kv_dtype == "auto":
+        kv_dtype = "bf16"
     if dtype is None:
         dtype, expert_dtype = model.dtype, model.expert_dtype or model.dtype
     else:
@@ -304,7 +330,7 @@ def deploy(model: Model, gpu: Gpu, tp: int = 1, dtype: Optional[str] = None,
         # (weight-only FP8); MXFP4 experts run with BF16 activations too.
         peak, label = gpu.bf16_tflops * 1e12, "BF16"
     d = Deployment(model, gpu, tp, dtype, expert_dtype, utilization, block_size,
-                   max_batched_tokens, max_seqs, count_params(model), peak, label)
+                   max_batched_tokens, max_seqs, count_params(model), peak, label, kv_dtype)
     usable = d.usable_bytes()
     if d.weight_bytes() >= usable:
         raise SerqError(
@@ -321,7 +347,8 @@ def deploy(model: Model, gpu: Gpu, tp: int = 1, dtype: Optional[str] = None,
             "tokens (%d bytes)" % (model.name, gpu.name, usable / GIB, d.weight_bytes() / GIB,
                                    d.reserve_bytes() / GIB, d.kv_bytes() / GIB, block_size,
                                    block_size * d.kv_token_bytes()),
-            help="raise --gpu-memory-utilization, use more GPUs (--tp) or FP8 weights")
+            help="raise --gpu-memory-utilization, use more GPUs (--tp), FP8 weights or an FP8 "
+                 "KV cache (--kv-dtype fp8)")
     return d
 
 
