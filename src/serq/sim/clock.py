@@ -9,7 +9,7 @@ are read just before the clock moves to a later instant (timeavg.py).
 import heapq
 import os
 import time
-from typing import Any
+from typing import Any, Dict, List, Tuple
 
 from .exprs import fmt
 
@@ -51,20 +51,20 @@ class Clock(object):
     def stop_folds(self):
         raise NotImplementedError
 
-    def init_clock(self):
-        self.now = 0.0
-        self.heap = []  # (time, seq, fn, arg)
-        self.seq = 0
-        self.events = 0
+    def init_clock(self) -> None:
+        self.now: float = 0.0
+        self.heap: List[Tuple[float, int, Any, Any]] = []  # (time, seq, fn, arg)
+        self.seq: int = 0
+        self.events: int = 0
         # Ctrl-C during a run sets this (``interrupts``), and the event loops
         # stop at the next event boundary: a KeyboardInterrupt raised inside
         # compiled code (mypyc) would abort the process, the report lost.
-        self.stop_requested = False
+        self.stop_requested: bool = False
         # A step stage that just started an iteration of decodes only
         # (Step.launch): the loop lets it fold (settle.py, fold.py); the
         # stretches in progress, by stage index (fold.py).
         self.fold_stage: Any = None
-        self.folds = {}
+        self.folds: Dict[int, Any] = {}
         # The monotonic time at which --max-wall stops the run (run_events):
         # read at every event, so that a run of slow events stops in time.
         self.deadline: Any = None

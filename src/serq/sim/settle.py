@@ -11,6 +11,7 @@ the stages and pools that changed without saying so.
 """
 import heapq
 from collections import deque
+from typing import Any, Deque, List
 
 from ..errors import RunError
 from . import fold as folding
@@ -33,9 +34,9 @@ def _plan(st):
 
 class Settle(PoolSim):
 
-    def init_settle(self):
-        self.ready = deque()
-        self.changed = []  # the stages whose job set changed (reschedule_changed)
+    def init_settle(self) -> None:
+        self.ready: Deque[Any] = deque()
+        self.changed: List[Any] = []  # the stages whose job set changed (reschedule_changed)
 
     # ---------------------------------------------------------- ready queue
 

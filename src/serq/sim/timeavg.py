@@ -11,6 +11,7 @@ between ticks worked out once, ``gaps_to``), at the end of the run or when
 just before the clock moves to a later instant, and at the end.
 """
 import platform
+from typing import Any, List
 
 from ..report.stats import TimeAverage
 from .clock import Clock
@@ -55,14 +56,14 @@ class GaugeTrace(object):
 
 class TimeAverages(Clock):
 
-    def init_averages(self):
+    def init_averages(self) -> None:
         self.live_avg = TimeAverage(0.0)
-        self.ticks = [0.0]  # the times of the events since the last catch-up (settle)
-        self.gaps = [0.0]  # gaps[i] = ticks[i] - ticks[i - 1], as far as read (gaps_to)
-        self.catchers = []
+        self.ticks: List[float] = [0.0]  # the times of the events since the last catch-up (settle)
+        self.gaps: List[float] = [0.0]  # gaps[i] = ticks[i] - ticks[i - 1], as far as read (gaps_to)
+        self.catchers: List[Any] = []
         # The stages and pools whose values may have changed in this event
         # (each adds itself where it changes): only they record at its end.
-        self.touched = UNTRACKED if RECORD_ALL else set()
+        self.touched: Any = UNTRACKED if RECORD_ALL else set()
 
     def start_recording(self):
         """At the start of the run: who catches up, and who records at
