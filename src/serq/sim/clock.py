@@ -51,6 +51,14 @@ class Clock(object):
     def stop_folds(self):
         raise NotImplementedError
 
+    # (declared here so that the event loop calls them directly: compiled,
+    # a method the class does not know is looked up by name at every call)
+    def settle(self):
+        raise NotImplementedError
+
+    def read_gauges(self):
+        raise NotImplementedError
+
     def init_clock(self) -> None:
         self.now: float = 0.0
         self.heap: List[Tuple[float, int, Any, Any]] = []  # (time, seq, fn, arg)
@@ -87,7 +95,6 @@ class Clock(object):
         end = horizon
         heap = self.heap
         heappop = heapq.heappop
-        settle = self.settle
         gauges = self.gauges
         checks = progress is not None or max_wall is not None or self.memory_bound is not None
         shows = progress is not None  # (a progress display every 4096 events)
@@ -118,7 +125,7 @@ class Clock(object):
                 self.now = t
                 self.events += 1
                 fn(arg)
-                settle()
+                self.settle()
                 while (self.fold_stage is not None or self.folds) and \
                         not self.stop_requested and not (shows and not self.events & 4095):
                     st = self.fold_stage

@@ -11,7 +11,7 @@ between ticks worked out once, ``gaps_to``), at the end of the run or when
 just before the clock moves to a later instant, and at the end.
 """
 import platform
-from typing import Any, List
+from typing import Any, List, Set, cast
 
 from ..report.stats import TimeAverage
 from .clock import Clock
@@ -63,7 +63,8 @@ class TimeAverages(Clock):
         self.catchers: List[Any] = []
         # The stages and pools whose values may have changed in this event
         # (each adds itself where it changes): only they record at its end.
-        self.touched: Any = UNTRACKED if RECORD_ALL else set()
+        # (a set wherever the core is compiled: PyPy runs it interpreted)
+        self.touched: Set[Any] = cast(Set[Any], UNTRACKED) if RECORD_ALL else set()
 
     def start_recording(self):
         """At the start of the run: who catches up, and who records at
