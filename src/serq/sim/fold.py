@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 from ..ir import nodes as ir
 from ..report.stats import TimeAverage
 from .holds import try_grow
-from .pools import EPS, round_up
+from .pools import EPS, Pool, round_up
 from .step import Step
 from .step_plan import StepJob
 from .timeavg import TICKS_KEPT
@@ -129,7 +129,7 @@ class Folding(object):
         self.starts: int = 0  # folded iteration starts (positions moved on)
         self.ends: int = 0  # folded iteration ends (tokens left counted down)
         self.last_end: float = sim.now
-        self.pool: Any = None
+        self.pool: Optional[Pool] = None
 
     def setup(self) -> bool:
         """Whether the stretch can start now (the residents' state)."""
@@ -192,6 +192,7 @@ class Folding(object):
         if not grows or grows[0][0] > k:
             return []
         pool = self.pool
+        assert pool is not None  # (a growing resident set the stretch's pool)
         due: List[Tuple[int, Any, int, float]] = []
         used = pool.used
         reserved = pool.reserved
