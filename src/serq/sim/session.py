@@ -17,6 +17,7 @@ simulator resumes the generator when the wait is over.  What is yielded:
 ``end;`` raises ``EndSession``; a block that runs out ends the session the
 same way.
 """
+import math
 from typing import Any, Dict, List, Optional
 
 from ..ir import nodes as ir
@@ -201,6 +202,9 @@ class Interpreter(HoldOps):
             raise self.sim.error(s, op[-1], "the count is %s, not a whole number" % fmt(n))
         slot, keys = op[1], op[3]
         a = s.a
+        if len(keys) == 1:
+            a[slot] = _choose_one(s, a, slot, keys[0], int(n))
+            return
         best = None
         best_j = 0.0
         for j in range(int(n)):
@@ -210,6 +214,28 @@ class Interpreter(HoldOps):
                 best = key
                 best_j = float(j)
         a[slot] = best_j
+
+
+def _choose_one(s: Any, a: Any, slot: int, f: Any, n: int) -> float:
+    """``choose`` by one key: the first member of least key in Rust's
+    ``total_cmp`` order (``total_key``), compared as floats: NaN after every
+    number, -0 before +0, ties to the first."""
+    best_j = 0.0
+    bv = 0.0
+    for j in range(n):
+        a[slot] = float(j)
+        v = f(s)
+        if j == 0:
+            bv = v
+        elif v < bv:
+            bv = v
+            best_j = float(j)
+        elif v != v or bv == bv and v != bv:
+            continue  # (NaN is last; a larger number loses)
+        elif bv != bv or (v == 0.0 and math.copysign(1.0, v) < math.copysign(1.0, bv)):
+            bv = v  # a number before NaN; -0 before +0
+            best_j = float(j)
+    return best_j
 
 
 def new_attrs(prog, serial):
