@@ -17,14 +17,8 @@ from serq.plot.capfigs import COLORS, capacity_figures  # noqa: E402
 from serq.plot.capread import read_csv, read_json  # noqa: E402
 from test_plot import (CATCH, PROBE, _chromium, assert_not_blank, decode_png,  # noqa: E402
                        serq_cli)
+from test_capacity import MM1  # noqa: E402  (the M/M/1 program the searches use)
 
-MM1 = """
-let lam = 0.5;
-stage server : fifo;
-workload { arrive poisson(lam); }
-session { set t0 = now; run server (~exp(1)); observe sojourn = now - t0; }
-run { horizon 1000; warmup 100; seed 1; }
-"""
 SLOS = ["mean(sojourn) <= 2", "p99(sojourn) <= 10"]
 
 
