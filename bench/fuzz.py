@@ -1,8 +1,8 @@
 """The long fuzz run of issues 8 and 19: 100,000 cases through the whole
 pipeline, 10,000 random pool and step programs under
-``--check-invariants``, and 4,500 runs of the real command line.
+``--check-invariants``, and 3,600 runs of the real command line.
 
-    python bench/fuzz.py [--cases 100000] [--invariants 10000] [--cli 4500]
+    python bench/fuzz.py [--cases 100000] [--invariants 10000] [--cli 3600]
                          [--workers N] [--limit 20] [--seed 0] [--json FILE]
 
 Cases (tests/grammar_programs.py, tests/fuzz_cases.py):
@@ -111,7 +111,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", type=int, default=100000)
     ap.add_argument("--invariants", type=int, default=10000)
-    ap.add_argument("--cli", type=int, default=4500, help="command-line cases")
+    ap.add_argument("--cli", type=int, default=3600, help="command-line cases")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--limit", type=float, default=20.0, help="seconds per case")
     ap.add_argument("--seed", type=int, default=0)

@@ -69,6 +69,7 @@ SWEEPER = ("let rate = 0.8;\nlet h = 1000;\nstage server : fifo;\n"
 
 _state = {}  # the worker's folder of special files and its measured start-up
 PARENT = [None]  # where the worker's folder is made (None: the system's temporary folder)
+LEFTOVER_WAIT = 10.0  # seconds a group's processes get to end after serq exits
 
 
 def _env():
@@ -175,13 +176,13 @@ def finish(p, argv, t0, timeout):
         raise Failure("hang", "no end within %s s\n%s" % (timeout, r.describe()))
     if os.path.isdir("/proc/self"):
         t1 = time.monotonic()
-        while _session_alive(p.pid) and time.monotonic() - t1 < 10:
+        while _session_alive(p.pid) and time.monotonic() - t1 < LEFTOVER_WAIT:
             time.sleep(0.1)
         left = _session_alive(p.pid)
         if left:
             _kill(p.pid)
-            raise Failure("leftover", "processes %s of the group alive 10 s after exit\n%s"
-                          % (left, r.describe()))
+            raise Failure("leftover", "processes %s of the group alive %s s after exit\n%s"
+                          % (left, LEFTOVER_WAIT, r.describe()))
     _kill(p.pid)
     return r
 
@@ -528,8 +529,13 @@ def case_signal(rng, d, case):
 
 # ------------------------------------------------------------------ limits
 
-def _long(rng, case):
-    name = rng.choice(sorted(LONG))
+def _long(rng, case, quick_events=False):
+    """A program of LONG; with ``quick_events``, one whose events come
+    quickly (not "slow-events", not "batch", whose start takes seconds)."""
+    names = sorted(LONG)
+    if quick_events:
+        names = [n for n in names if n not in ("slow-events", "batch")]
+    name = rng.choice(names)
     prog, extra = LONG[name]
     if "\n" in prog:
         prog = _write(case, name + ".sq", prog)
@@ -575,10 +581,10 @@ def case_limits(rng, d, case):
                           % (wall, r.took, bound, r.describe()))
         return out
     if what == "events":
-        prog, extra = _long(rng, case)
+        prog, extra = _long(rng, case, quick_events=True)
         n = rng.choice([1, 10, 1000, 4095, 4097, 50000])
         r = serq(["run", prog, "--quiet", "--json", "--extended", "--max-events", n,
-                  "--max-wall", "30"] + extra, case, timeout=120)
+                  "--max-wall", "10"] + extra, case, timeout=120)
         out = judge(r, statuses=(0,))
         rep = json.loads(r.out)
         part = rep.get("extended", {}).get("partial")
@@ -592,7 +598,7 @@ def case_limits(rng, d, case):
     if what == "memory":
         prog, extra = _long(rng, case)
         mem = rng.choice(["64M", "200M", "500M", "1G"])
-        r = serq(["run", prog, "--quiet", "--max-memory", mem, "--max-wall", "8"] + extra, case,
+        r = serq(["run", prog, "--quiet", "--max-memory", mem, "--max-wall", "4"] + extra, case,
                  timeout=120)
         out = judge(r, anchors=["--max-memory"], statuses=(0, 1))
         if r.rc == 1 and "out of memory (--max-memory %s" % mem not in r.err:
