@@ -76,3 +76,13 @@ def test_finish_catches_a_hang():
     with pytest.raises(Failure) as info:
         cf.finish(p, ["sleep"], t0, 0.5)
     assert info.value.kind == "hang" and time.monotonic() - t0 < 10
+
+
+def test_a_whole_report_is_told_from_a_cut_or_partial_one():
+    head = "run: horizon 100000 s, warm-up 1000 s, end %s s, seed 1, 158921 events\n"
+    assert cf._whole(head % "100000" + "sessions: ...\n")
+    assert not cf._whole(head % "85121.8")  # stopped early, but not marked partial
+    assert not cf._whole((head % "100000")[:-1])  # cut short
+    assert cf._whole('{"horizon":20000,"end":20000,"events":3}')
+    assert not cf._whole('{"horizon":20000,"end":20000,"ev')
+    assert not cf._whole('{"horizon":9,"end":9,"extended":{"partial":{"reason":"terminated"}}}')
