@@ -19,6 +19,17 @@ needs_posix = pytest.mark.skipif(not (os.path.isdir("/proc/self") and os.path.ex
                                  reason="needs /proc, /dev/full and FIFOs")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _workdir(tmp_path_factory):
+    """The cases' folder of special files (about 20 MB) under pytest's
+    temporary folder, not left in the system's."""
+    cf.PARENT[0] = str(tmp_path_factory.mktemp("clifuzz"))
+    cf._state.clear()
+    yield
+    cf.PARENT[0] = None
+    cf._state.clear()
+
+
 @needs_posix
 @pytest.mark.parametrize("family, seed", [
     ("cli-input", 0), ("cli-input", 3), ("cli-input", 7), ("cli-input", 11),
