@@ -238,3 +238,13 @@ def test_a_failing_iteration_trace_still_prints_the_report(tmp_path):
     assert trace.read_text() == "old trace\n" and leftovers(tmp_path) == []
     r = serq("run", prog, "--horizon", "20", "--warmup", "0", "--trace-iterations", trace)
     assert r.returncode == 0 and trace.read_text().count("\n") > 10
+
+
+@have_full
+def test_a_dump_into_a_device_says_it_is_not_a_folder_and_prints_the_report():
+    # issue 19's CLI fuzzing: the reason was makedirs' "File exists"
+    r = serq("run", MM1, "--horizon", "3000", "--quiet", "--dump", FULL)
+    assert r.returncode == 5, r.stderr
+    assert r.stdout.startswith("run: horizon 3000 s, warm-up 1000 s, end 3000 s")
+    assert r.stderr == ("serq: error: cannot write the dump to /dev/full: it is not a folder "
+                        "(--dump names a folder for the CSV files)\n")

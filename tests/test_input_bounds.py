@@ -386,3 +386,26 @@ def test_pool_invariants_hold_at_huge_magnitudes(tmp_path):
     assert r.stdout.startswith("run: horizon 300 s, warm-up 0 s, end 300 s")
 
 
+
+
+# ---------------------------------------------------------------- no horizon
+
+@pytest.mark.parametrize("text, place", [
+    ("", (1, 1)),
+    ("let a = 1;\nstage s : fifo;\n\n\n", (2, 16)),  # where the run block would go
+    ("stage s : fifo;\nrun { seed 3; }\n", (2, 7)),  # the run block's first setting
+])
+def test_no_horizon_is_placed(tmp_path, text, place):
+    # issue 19's CLI fuzzing: "error: no horizon" had no place (an empty
+    # program, a FIFO read as one)
+    err = refused(tmp_path, text)
+    assert err.message.startswith("no horizon")
+    assert (err.span.file, err.span.line, err.span.col) == ((str(tmp_path / "p.sq"),) + place)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs")
+def test_a_fifo_as_the_program_is_read_as_empty_and_placed(tmp_path):
+    os.mkfifo(str(tmp_path / "p.sq"))
+    r = serq("run", tmp_path / "p.sq", timeout=30)
+    assert r.returncode == 1
+    assert r.stderr.startswith("%s:1:1: error: no horizon" % (tmp_path / "p.sq")), r.stderr

@@ -94,3 +94,16 @@ def test_use_cycle_is_a_warning_not_recursed(tmp_path):
                                'a.sq)' % (tmp_path / "b.sq"))
     r = serq("check", "-W", "error", main)
     assert r.returncode == 1 and ": error: `use \"a.sq\"` is a cycle" in r.stderr
+
+
+def test_set_errors_name_the_option(tmp_path):
+    # issue 19's CLI fuzzing: an unknown `--set` name was "unknown constant
+    # `rte` in an override", naming no option; a NaN given as a number was
+    # placed at the `let` with no word of `--set`
+    p = setup(tmp_path)
+    r = serq("check", p, "--set", "rte=3")
+    assert r.returncode == 1
+    assert r.stderr.startswith("error: `--set rte`: unknown constant `rte` in an override\n")
+    r = serq("check", p, "--set", "rate=nan")
+    assert r.returncode == 1
+    assert r.stderr.startswith("%s:1:5: error: `let rate` (set by `--set rate`) is NaN" % p)

@@ -263,3 +263,53 @@ def test_api_report_of_a_whole_run_is_not_partial():
     import serq
     r = serq.run(serq.compile(str(MM1), horizon=2000))
     assert r.partial is None and "partial" not in repr(r)
+
+
+# ------------------------------------------------------------------ start-up and worker start
+
+def test_a_fork_server_dying_while_a_worker_starts_is_the_signal_not_a_bug():
+    # issue 19's CLI fuzzing: SIGTERM to the group while `sweep -j 2` started
+    # its workers killed the fork server first; starting a worker raised
+    # EOFError, which ended in "internal error"
+    from serq.interrupt import WorkStopped
+    from serq.sweep import backends
+
+    class Stop(object):
+        signum = None
+
+    stop = Stop()
+
+    class Executor(object):
+        def submit(self, fn, task):
+            stop.signum = signal.SIGTERM  # the handler ran; the fork server is gone
+            raise EOFError("unexpected EOF")
+
+        def shutdown(self, wait=True, cancel_futures=False):
+            pass
+
+    pool = backends.LocalPool(2, None)
+    pool.ex = Executor()
+    with pytest.raises(WorkStopped) as info:
+        pool.run([(0, 1, None), (1, 2, None)], stop, lambda r: None)
+    assert info.value.reason == "interrupted" and info.value.results == []
+
+
+def test_ctrl_c_while_the_command_line_is_imported_is_no_traceback():
+    # Ctrl-C before main's handler is in place (the CLI's imports) printed
+    # Python's KeyboardInterrupt traceback; here it lands on an import
+    code = textwrap.dedent("""
+        import runpy, sys
+        import serq  # (its finder of the interpreted core goes first on the path)
+        class CtrlC(object):
+            @staticmethod
+            def find_spec(name, path=None, target=None):
+                if name == "serq.cli.colour":
+                    raise KeyboardInterrupt()
+                return None
+        sys.meta_path.insert(0, CtrlC)
+        sys.argv = ["serq", "check", %r]
+        runpy.run_module("serq", run_name="__main__", alter_sys=True)
+    """ % str(MM1))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 130, r.stderr
+    assert r.stderr == "serq: interrupted\n"

@@ -8,7 +8,7 @@ blocks, gauges and claims, then the whole-program checks.
 import math
 from typing import Dict, List, Optional
 
-from ..errors import LinkError
+from ..errors import LinkError, Span
 from ..ir import nodes as ir
 from ..syntax import ast
 from . import consts
@@ -39,6 +39,16 @@ def _fmt(v: float) -> str:
     return str(v)
 
 
+def _end_of(prog: ast.Program) -> Span:
+    """Just past the last line of the program with text (1:1 when empty)."""
+    lines = (prog.source or "").split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        return Span(prog.file, 1, 1)
+    return Span(prog.file, len(lines), len(lines[-1]) + 1)
+
+
 def _fold(e: ast.Expr, scope: Scope, what: str) -> float:
     try:
         v = consts.fold(e, scope.lets)
@@ -65,7 +75,8 @@ class Linker:
         declared = [it.name for it in self.prog.items if type(it) is ast.Let]
         for name in self.ov.sets:
             if name not in declared:
-                raise LinkError("unknown constant `%s` in an override" % name,
+                # named as the command line gives it, as its parse errors are
+                raise LinkError("`--set %s`: unknown constant `%s` in an override" % (name, name),
                                 help="the program's constants are: %s"
                                 % (", ".join(dict.fromkeys(declared)) or "(none)"))
         for it in self.prog.items:
@@ -74,7 +85,10 @@ class Linker:
             expr = it.value
             if it.name in self.ov.sets:
                 expr = self._override_expr(it.name, self.ov.sets[it.name], it.span)
-            v = _fold(expr, self.scope, "`let %s`" % it.name)
+            # a number given for it is placed at the `let`: say where it came from
+            v = _fold(expr, self.scope, "`let %s`" % it.name + (
+                " (set by `--set %s`)" % it.name
+                if it.name in self.ov.sets and type(expr) is ast.Num else ""))
             self.scope.lets[it.name] = v
 
     def _override_expr(self, name, value, span) -> ast.Expr:
@@ -118,7 +132,9 @@ class Linker:
         elif "horizon" in s:
             out["horizon"] = s["horizon"][0]
         else:
-            raise LinkError("no horizon (run { horizon T; })",
+            # placed at the run block's first setting, or where one would go
+            at = next((it.span for it in self.prog.items if type(it) is ast.RunSetting), None)
+            raise LinkError("no horizon (run { horizon T; })", at or _end_of(self.prog),
                             help="add `run { horizon T; }` or pass `--horizon T`")
         out["warmup"] = float(self.ov.warmup) if self.ov.warmup is not None else \
             s.get("warmup", (0.0,))[0]

@@ -68,7 +68,10 @@ def write_dump(directory: str, observes: Mapping[str, ObserveSeries],
         try:
             os.makedirs(folder, exist_ok=True)
         except OSError as e:
-            raise OutputError("cannot write the dump to %s: %s" % (folder, e.strerror or e))
+            why = e.strerror or str(e)
+            if os.path.exists(folder) and not os.path.isdir(folder):
+                why = "it is not a folder (--dump names a folder for the CSV files)"
+            raise OutputError("cannot write the dump to %s: %s" % (folder, why))
     try:
         for path, header, rows in jobs:
             _write(path, header, rows)

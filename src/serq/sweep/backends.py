@@ -145,9 +145,11 @@ class LocalPool(object):
                     done(r)
         except KeyboardInterrupt:  # a second signal
             reason = "interrupted"
-        except BrokenProcessPool:
+        except (BrokenProcessPool, EOFError, ConnectionError):
             # A worker died: killed by the same signal as this process (its
             # handler may not have run yet), or by something else (the OOM killer).
+            # (EOFError, ConnectionError: the fork server died so while a
+            # worker was being started, as a SIGTERM to the group does.)
             import time
             time.sleep(0.2)
             reason = "interrupted" if stop.signum is not None else \
