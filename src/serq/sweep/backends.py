@@ -88,7 +88,18 @@ def _stop_helpers() -> None:
     """The fork server and the resource tracker end with this process
     anyway (their pipes close); stopped and waited for now, so that nothing
     of the run outlives it, not even as a zombie for init to reap."""
-    from multiprocessing import forkserver, resource_tracker
+    from multiprocessing import forkserver, resource_tracker, util
+    # First the pool's own finalizers, as at exit: its named semaphores are
+    # unlinked (and unregistered) while the resource tracker still listens.
+    # Stopped first, the tracker unlinks them as leaked, and the finalizers
+    # at exit meet names already gone (multiprocessing's "Exception ignored
+    # ... sem_unlink" tracebacks on stderr, bench/fuzz.py's cli-signal 184).
+    run_finalizers = getattr(util, "_run_finalizers", None)
+    if run_finalizers is not None:
+        try:
+            run_finalizers(0)
+        except Exception:  # (a private API, as below)
+            pass
     for helper in (getattr(forkserver, "_forkserver", None),
                    getattr(resource_tracker, "_resource_tracker", None)):
         stop = getattr(helper, "_stop", None)
