@@ -151,13 +151,7 @@ def main(argv=None):
         else:
             pool.close()
         pool.join()
-        for root, dirs, _files in os.walk(parent):  # (the cases' read-only folders)
-            for x in dirs:
-                try:
-                    os.chmod(os.path.join(root, x), 0o755)
-                except OSError:
-                    pass
-        shutil.rmtree(parent, ignore_errors=True)
+        cli_fuzz_cases.remove_tree(parent)
     wall = time.monotonic() - t0
     print("serq fuzz: %d case(s) in %.0f s on %d worker(s), seed %d, %s s per case at most"
           % (done, wall, a.workers, a.seed, a.limit))

@@ -672,10 +672,16 @@ def cli_case(family, seed):
     try:
         return CASES[family](random.Random("%s %d" % (family, seed)), d, case)
     finally:
-        for root, dirs, _files in os.walk(case):
-            for x in dirs:
-                try:
-                    os.chmod(os.path.join(root, x), 0o755)
-                except OSError:
-                    pass
-        shutil.rmtree(case, ignore_errors=True)
+        remove_tree(case)
+
+
+def remove_tree(folder):
+    """``folder`` removed, its read-only folders (the output cases') first
+    made writable."""
+    for root, dirs, _files in os.walk(folder):
+        for x in dirs:
+            try:
+                os.chmod(os.path.join(root, x), 0o755)
+            except OSError:
+                pass
+    shutil.rmtree(folder, ignore_errors=True)
