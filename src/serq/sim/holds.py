@@ -144,7 +144,7 @@ class HoldOps(object):
             # (a drawn index draws again): the units stay as a lease when the
             # hold ends only if it names the member the hold took.
             lref = st.lease[0]
-            lease = (refs.index(lref), c.expr(st.lease[1]),
+            lease = (refs.index(lref), c.fast(st.lease[1]),
                      None if lref.index is None else c.member(lref))
         return (self.HOLD, pools, None if st.reuse is None else c.fast(st.reuse), st.body,
                 None if st.cache is None else c.fast(st.cache), lease, loc)
