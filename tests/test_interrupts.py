@@ -313,3 +313,25 @@ def test_ctrl_c_while_the_command_line_is_imported_is_no_traceback():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 130, r.stderr
     assert r.stderr == "serq: interrupted\n"
+
+
+def test_a_signal_caught_inside_exec_of_a_string_keeps_the_exit_status(tmp_path):
+    # SIGTERM landing while an import made a dataclass (exec of a string):
+    # caught and said, but CPython had marked the KeyboardInterrupt unhandled
+    # and `python -m serq` ended killed by SIGINT (-2), not with 143.  The
+    # driver runs as `-m` too, as the fuzzer's processes do.
+    (tmp_path / "drive.py").write_text(textwrap.dedent("""
+        import runpy, signal, sys
+        import serq.cli as cli
+        def dispatch(args):
+            cli.STOP[0].handle(signal.SIGTERM, None)  # what the handler does
+        def in_exec(args):
+            exec("dispatch(args)", {"dispatch": dispatch, "args": args})
+        cli._dispatch = in_exec
+        sys.argv = ["serq", "check", %r]
+        runpy.run_module("serq", run_name="__main__", alter_sys=True)
+    """ % str(MM1)))
+    r = subprocess.run([sys.executable, "-m", "drive"], cwd=str(tmp_path), capture_output=True,
+                       text=True, timeout=60)
+    assert r.stderr == "serq: stopped by SIGTERM\n"
+    assert r.returncode == 143, r.stderr

@@ -15,4 +15,10 @@ if __name__ == "__main__":
     except KeyboardInterrupt:
         sys.stderr.write("serq: interrupted\n")
         status = 130
+    # CPython (3.8-3.12) marks a KeyboardInterrupt raised inside exec or
+    # eval of a string (a dataclass or namedtuple being made, when Ctrl-C or
+    # SIGTERM lands in an import) as unhandled even once caught, and under
+    # `-m` then ends the process by SIGINT instead of with this status.  An
+    # exec of a string that raises nothing clears the mark.
+    exec("0", {})
     sys.exit(status)

@@ -262,7 +262,10 @@ def _compiled_on_first_call(cls, name, make, specs, frozen):
 
 def _compile(name: str, params: str, body, namespace: dict):
     text = "def %s(%s):\n%s\n" % (name, params, "\n".join("    " + line for line in body))
-    exec(text, namespace)
+    # A code object, not the text: CPython's exec of a string marks a
+    # KeyboardInterrupt raised inside it as unhandled, even once caught, and
+    # `python -m serq` then ends killed by SIGINT (see __main__.py).
+    exec(compile(text, "<serq dataclass>", "exec"), namespace)
     return namespace[name]
 
 
