@@ -49,7 +49,7 @@ from typing import Any, Callable, Final, List, Optional, Sequence, Tuple
 from .rng_chacha import (_M64, Key, _first_block_rows, _first_block_scalar, _next_counter,
                          _refill_rows, _refill_scalar)
 from .rng_seed import (_intop, _seed_key_fast, _seed_key_s64, _sub_key_rows, _sub_key_s64,
-                       seed_key, substream_seed)
+                       native_first_block, seed_key, substream_seed)
 
 __all__ = [
     "Rng",
@@ -254,6 +254,16 @@ class Rng(object):
         block(s); returns the new buffer (``_i`` is reset to 0)."""
         key = self._key
         tail = self._buf[self._i:]
+        sub = self._sub
+        if key is None and sub is not None and self._counter == 0 and _IMPL.name == "native":
+            # a substream's first block from its arguments, on machine integers
+            words: Sequence[int] = native_first_block(sub[0], sub[1], sub[2], sub[3])
+            self._counter = 1
+            if tail:
+                words = tuple(tail) + tuple(words)
+            self._buf = words
+            self._i = 0
+            return words
         if key is None:
             # Worked out again from the seed, not kept with the first block:
             # most streams (a session's) never need a second one, and the

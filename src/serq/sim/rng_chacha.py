@@ -36,7 +36,15 @@ Key = Tuple[int, ...]
 
 
 def chacha12_block(key: Key, counter: int) -> List[int]:
-    """One ChaCha12 block (16 words) for ``key`` (8 words) at ``counter``.
+    """One ChaCha12 block (16 words) for ``key`` (8 words) at ``counter``."""
+    return chacha12_words(key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7],
+                          counter & _M32, (counter >> 32) & _M32)
+
+
+def chacha12_words(k0: "i64", k1: "i64", k2: "i64", k3: "i64", k4: "i64", k5: "i64",
+                   k6: "i64", k7: "i64", n0: "i64", n1: "i64") -> List[int]:
+    """The block of the key words ``k0``..``k7`` at the counter whose low
+    and high words are ``n0`` and ``n1``.
 
     The state is the four constants, the key, the 64-bit counter (low word
     first) and a zero 64-bit stream id.  The quarter-rounds are written out;
@@ -45,16 +53,6 @@ def chacha12_block(key: Key, counter: int) -> List[int]:
     2**48, so the arithmetic is the same as on Python's integers.
     """
     M: i64 = _M32
-    k0: i64 = key[0]
-    k1: i64 = key[1]
-    k2: i64 = key[2]
-    k3: i64 = key[3]
-    k4: i64 = key[4]
-    k5: i64 = key[5]
-    k6: i64 = key[6]
-    k7: i64 = key[7]
-    n0: i64 = counter & _M32
-    n1: i64 = (counter >> 32) & _M32
     x0: i64 = _C0
     x1: i64 = _C1
     x2: i64 = _C2

@@ -7,9 +7,13 @@ is the same unrolled, and ``_key_s64``/``_sub_key_s64`` the same on signed
 64-bit machine integers (PyPy's wrapping operations).  rng.py picks which
 (``use_implementation``).
 """
-from typing import Any, Callable, Final
+from typing import TYPE_CHECKING, Any, Callable, Final, List
 
-from .rng_chacha import _M32, _M64, Key
+from .rng_chacha import _M32, _M64, Key, chacha12_words
+
+if TYPE_CHECKING:
+    # machine integers where mypyc compiles this module (see the end)
+    from mypy_extensions import i64
 
 
 # ---------------------------------------------------------------------------
@@ -151,3 +155,110 @@ def _seed_key_s64(seed: int) -> Key:
 
 def _sub_key_rows(seed: int, a: int, b: int, c: int) -> Key:
     return _seed_key_fast(substream_seed(seed, a, b, c))
+
+
+# ---------------------------------------------------------------------------
+# Seeding on machine integers (mypyc)
+#
+# Where mypyc compiles this module, ``i64`` locals are machine integers, but
+# a u64 does not fit one (and signed overflow is not defined in C), so each
+# 64-bit value is kept as two 32-bit halves, high and low, and every
+# intermediate result stays below 2**50: a product of 64-bit values modulo
+# 2**64 is put together from products of 16-bit and 32-bit pieces.  The
+# same code on Python's integers (interpreted) gives the same bits.
+
+def _mul_hi(ah: "i64", al: "i64", bh: "i64", bl: "i64") -> "i64":
+    """The high half of ``(ah:al) * (bh:bl)`` modulo 2**64."""
+    p0: i64 = (al & 0xFFFF) * bl
+    p1: i64 = (al >> 16) * bl
+    s: i64 = p0 + ((p1 & 0xFFFF) << 16)
+    carry: i64 = (s >> 32) + (p1 >> 16)  # the high half of al * bl
+    # ah * bl and al * bh modulo 2**32
+    c1: i64 = (ah & 0xFFFF) * bl + ((((ah >> 16) * bl) & 0xFFFF) << 16)
+    c2: i64 = (al & 0xFFFF) * bh + ((((al >> 16) * bh) & 0xFFFF) << 16)
+    return (carry + (c1 & _M32) + (c2 & _M32)) & _M32
+
+
+def _mul_lo(al: "i64", bl: "i64") -> "i64":
+    """The low half of ``(ah:al) * (bh:bl)`` (only the low halves count)."""
+    p0: i64 = (al & 0xFFFF) * bl
+    p1: i64 = (al >> 16) * bl
+    return (p0 + ((p1 & 0xFFFF) << 16)) & _M32
+
+
+def _pcg_word(sh: "i64", sl: "i64") -> "i64":
+    """PCG32's output (XSH-RR) for the state ``sh:sl``."""
+    # t = (s >> 18) ^ s; x = (t >> 27) & M32; the rotation is s >> 59
+    th: i64 = (sh >> 18) ^ sh
+    tl: i64 = (((sl >> 18) | (sh << 14)) & _M32) ^ sl
+    x: i64 = ((tl >> 27) | (th << 5)) & _M32
+    r: i64 = sh >> 27
+    # (32 - r) & 31: for r = 0, x << 32 would leave the 64-bit integers
+    return ((x >> r) | (x << ((32 - r) & 31))) & _M32
+
+
+def native_first_block(seed: int, a: int, b: int, c: int) -> List[int]:
+    """``chacha12_block(seed_key(substream_seed(seed, a, b, c)), 0)`` on
+    machine integers: a session stream's first block, computed at once."""
+    xh: i64 = (seed >> 32) & _M32
+    xl: i64 = seed & _M32
+    gh: i64 = 0x9E3779B9
+    gl: i64 = 0x7F4A7C15
+    for v in (a, b, c):
+        vh: i64 = (v >> 32) & _M32
+        vl: i64 = v & _M32
+        # x = x + golden + v
+        lo: i64 = xl + gl + vl
+        xh = (xh + gh + vh + (lo >> 32)) & _M32
+        xl = lo & _M32
+        # x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9
+        yh: i64 = xh ^ (xh >> 30)
+        yl: i64 = xl ^ (((xl >> 30) | (xh << 2)) & _M32)
+        xh = _mul_hi(yh, yl, 0xBF58476D, 0x1CE4E5B9)
+        xl = _mul_lo(yl, 0x1CE4E5B9)
+        # x = (x ^ (x >> 27)) * 0x94D049BB133111EB
+        yh = xh ^ (xh >> 27)
+        yl = xl ^ (((xl >> 27) | (xh << 5)) & _M32)
+        xh = _mul_hi(yh, yl, 0x94D049BB, 0x133111EB)
+        xl = _mul_lo(yl, 0x133111EB)
+        # x ^= x >> 31
+        xl = xl ^ (((xl >> 31) | (xh << 1)) & _M32)
+        xh = xh ^ (xh >> 31)
+    # seed_key: eight PCG32 outputs; state = state * MUL + INC before each
+    ah: i64 = _PCG_MUL >> 32
+    al: i64 = _PCG_MUL & _M32
+    ch: i64 = _PCG_INC >> 32
+    cl: i64 = _PCG_INC & _M32
+    sh: i64 = xh
+    sl: i64 = xl
+    k0: i64 = 0
+    k1: i64 = 0
+    k2: i64 = 0
+    k3: i64 = 0
+    k4: i64 = 0
+    k5: i64 = 0
+    k6: i64 = 0
+    k7: i64 = 0
+    for i in range(8):
+        mh: i64 = _mul_hi(sh, sl, ah, al)
+        ml: i64 = _mul_lo(sl, al) + cl
+        sh = (mh + ch + (ml >> 32)) & _M32
+        sl = ml & _M32
+        w: i64 = _pcg_word(sh, sl)
+        if i == 0:
+            k0 = w
+        elif i == 1:
+            k1 = w
+        elif i == 2:
+            k2 = w
+        elif i == 3:
+            k3 = w
+        elif i == 4:
+            k4 = w
+        elif i == 5:
+            k5 = w
+        elif i == 6:
+            k6 = w
+        else:
+            k7 = w
+    return chacha12_words(k0, k1, k2, k3, k4, k5, k6, k7, 0, 0)
