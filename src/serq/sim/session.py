@@ -53,21 +53,21 @@ class Session(object):
 
     def __init__(self, serial: Any, attrs: Any, rng: Any,
                  leg_of: "Optional[Session]" = None) -> None:
-        self.serial: Any = serial
+        self.serial: int = serial
         self.a: Any = attrs
         self.rng: Any = rng
         self.gen: Any = None
         self.leg_of = leg_of
-        self.legs_live: Any = 0
-        self.forks: Any = 0
-        self.joining: Any = False
-        self.steps: Any = 0
-        self.ready_at: Any = -1.0
-        self.ready_count: Any = 0
-        self.turns: Any = 0
+        self.legs_live: int = 0
+        self.forks: int = 0
+        self.joining: bool = False
+        self.steps: int = 0
+        self.ready_at: float = -1.0
+        self.ready_count: int = 0
+        self.turns: int = 0
         self.trace_turns: Any = None
         self.trace_next: Any = 0
-        self.alive: Any = True
+        self.alive: bool = True
         self.holds: List[HoldRun] = []  # active HoldRuns, outermost first
         # Leases, live fork legs (of a root session) and the preemption
         # memory: an empty tuple (None for the memory) until the first one,
@@ -77,16 +77,16 @@ class Session(object):
         self.legs: Any = ()
         self.waiting_in: Any = None  # the pool whose queue the session waits in
         self.cancel: Any = None  # undoes the wait the session is blocked in
-        self.waited: Any = 0.0
+        self.waited: float = 0.0
         # Latest admission sequence number (from 0); before any, u64::MAX as
         # 0.1.3 reads it, so a session that never held a pool orders last.
-        self.admission: Any = NEVER_ADMITTED
+        self.admission: float = NEVER_ADMITTED
         self.preempt_memory: Any = None  # pool index -> (position, counted stuck)
-        self.ending: Any = False  # the session's end is releasing what it holds
+        self.ending: bool = False  # the session's end is releasing what it holds
         self.step_job: Any = None
         # (turn, time, the turn has decoded) of its last token
         self.itl: Any = None
-        self.itl_preempted: Any = False  # preempted since its last token
+        self.itl_preempted: bool = False  # preempted since its last token
 
     def root(self) -> "Session":
         return self.leg_of if self.leg_of is not None else self

@@ -18,7 +18,7 @@ from . import fold as folding
 from .exprs import fmt
 from .holds import Rejected
 from .poolsim import PoolSim, walk_in_order
-from .session import AGAIN, EndSession
+from .session import AGAIN, EndSession, Session
 from .timeavg import TICKS_KEPT
 
 READY_LIMIT = 1000
@@ -34,7 +34,12 @@ def _plan(st):
 
 class Settle(PoolSim):
 
+    def finish(self, s: Session) -> None:
+        """A session's end (engine.py; declared here for direct calls)."""
+        raise NotImplementedError
+
     def init_settle(self) -> None:
+        self.live: int = 0  # sessions and legs alive (the engine counts them)
         self.ready: Deque[Any] = deque()
         self.changed: List[Any] = []  # the stages whose job set changed (reschedule_changed)
 
@@ -48,7 +53,7 @@ class Settle(PoolSim):
         if s is not None:
             self.make_ready(s)
 
-    def make_ready(self, s):
+    def make_ready(self, s: Session) -> None:
         if s.ready_at == self.now:
             s.ready_count += 1
             if s.ready_count > READY_LIMIT:
@@ -268,7 +273,7 @@ class Settle(PoolSim):
         return not (self.pools or self.steps or self.flows is not None or self.gauges
                     or self.check_invariants)
 
-    def run_lean(self, horizon):
+    def run_lean(self, horizon: float) -> None:
         """The event loop and ``settle`` in one, for a program that
         ``lean`` accepts and a run without limits or progress: the same
         steps as ``run``'s loop, less what cannot apply."""
@@ -281,7 +286,9 @@ class Settle(PoolSim):
         live_avg = self.live_avg
         touched = self.touched
         recorders = self.recorders
-        events = self.events
+        events: int = self.events
+        t: float
+        s: Session
         try:
             while heap:
                 t = heap[0][0]
