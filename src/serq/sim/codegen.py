@@ -20,7 +20,7 @@ import math
 from ..ir import nodes as ir
 from . import dist, xdist
 from .arith import CTX_FIELD, MATH1, MATH2, fdiv, fmt
-from .stages import Fifo
+from .stages import Fifo, Job
 
 #: Nested blocks deeper than this get their own function (Python limits
 #: the nesting of statically nested blocks and of indentation).
@@ -193,7 +193,7 @@ class BlockWriter(ExprWriter):
         self.interp = interp
         self.prog = prog
         self.env.update({"_err": self.sim.error, "_interp": interp,
-                         "_stages": self.sim.stages, "_EndSession": None})
+                         "_stages": self.sim.stages, "_EndSession": None, "_Job": Job})
         self.count_steps = _has_loop(prog) or sum(map(len, prog.blocks)) > 100000
 
     # --------------------------------------------------------- statements
@@ -240,7 +240,7 @@ class BlockWriter(ExprWriter):
             if type(st_obj) is Fifo and not self.sim.pools:
                 # Fifo.submit inlined (no pool can withdraw the job)
                 w(ind + "    now = _sim.now")
-                w(ind + "    job = [s, w, now, now]")
+                w(ind + "    job = _Job(s, w, now)")
                 w(ind + "    _sim.touched.add(%s)" % stage)
                 w(ind + "    if %s.serving < %s.servers:" % (stage, stage))
                 w(ind + "        %s._start(job, now)" % stage)

@@ -228,6 +228,8 @@ class Simulator(Settle):
         self.attrs0 = [0.0] * len(prog.attrs)
         self.serial_slot = prog.slots[1]
         self.poisson = prog.arrival.kind == "Poisson"
+        self.arrival_rate: float = (float(cast(float, prog.arrival.value)) if self.poisson
+                                    else 0.0)
         if prog.arrival.kind == "Renewal":
             self.gap = self.compiler.expr(prog.arrival.value)
             self.gap_ctx = NoSession(self.arrival_rng)
@@ -340,12 +342,12 @@ class Simulator(Settle):
             else:
                 st.submit(None, work)
 
-    def arrive(self, _=None):
+    def arrive(self, _: Any = None) -> None:
         """An open arrival: the next one is scheduled, then the session starts."""
         limit = self.prog.arrivals
         if limit is None or self.arrived + 1 < limit:
             if self.poisson:
-                gap = -_log(1.0 - self.arrival_rng.random_f64()) / self.prog.arrival.value
+                gap = -_log(1.0 - self.arrival_rng.random_f64()) / self.arrival_rate
             else:
                 gap = self.gap(self.gap_ctx)
                 if not (gap > 0.0 and gap != math.inf):
@@ -355,7 +357,7 @@ class Simulator(Settle):
             _heappush(self.heap, (self.now + gap, self.seq, self.arrive, None))
         self.spawn()
 
-    def spawn(self):
+    def spawn(self) -> Session:
         prog = self.prog
         serial = self.arrived
         self.arrived += 1
@@ -380,7 +382,7 @@ class Simulator(Settle):
         self.ready.append(s)
         return s
 
-    def run_workload_block(self, s, code, turns_taken):
+    def run_workload_block(self, s: Session, code: List[Any], turns_taken: int) -> None:
         saved = s.rng
         s.rng = (self.init_streams.get(s.serial) if turns_taken == 0 else
                  streams.workload_stream(self.seed, s.serial, turns_taken))
@@ -426,7 +428,7 @@ class Simulator(Settle):
         root.legs.append(leg)
         self.make_ready(leg)
 
-    def observe(self, i, value, s):
+    def observe(self, i: int, value: float, s: Session) -> None:
         o = self.observations[i]
         if o.running:
             o.add(value, self.warm)
@@ -449,7 +451,7 @@ class Simulator(Settle):
         root.joining = False
         self.finish(root)
 
-    def finish(self, s):
+    def finish(self, s: Session) -> None:
         """A session (or leg) ends: its holds and leases are released.  The
         pools serve their queues only at the settle's pool pass, after the
         ready sessions ran (a closed workload's new session, ready from the
@@ -504,7 +506,7 @@ class Simulator(Settle):
         if self.prog.arrival.kind == "Closed":
             if self.closed_at == self.now:
                 self.closed_count += 1
-                if self.closed_count > READY_LIMIT * self.prog.arrival.value:
+                if self.closed_count > READY_LIMIT * cast(int, self.prog.arrival.value):
                     raise RunError("the instant t = %s does not settle: closed sessions end "
                                    "and restart %d times without time passing"
                                    % (fmt(self.now), self.closed_count),

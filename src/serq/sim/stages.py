@@ -2,7 +2,7 @@
 
 Each stage keeps its jobs and its statistics (time-average number present
 and utilization, completions, waits and service times after warm-up).  A
-job is ``[session, work, arrived, started]``; when it finishes the stage
+job is a ``Job`` (session, work, arrived, started); when it finishes the stage
 hands the session back to the simulator (``sim.resume``).
 
 Policies follow the feature map §5.1–5.3: ``fifo`` serves in arrival order
@@ -23,8 +23,21 @@ if TYPE_CHECKING:
 EPS = 1e-9
 _heappush = heapq.heappush
 
-#: A job: ``[session, work, arrived, started]``.
-Job = List[Any]
+
+
+class Job(object):
+    """A job on a stage: its session (None for a spilled prefix's write),
+    its work, and when it arrived and started service."""
+
+    __slots__ = ("session", "work", "arrived", "started")
+
+    def __init__(self, session: Any, work: float, now: float) -> None:
+        self.session: Any = session
+        self.work: float = work
+        self.arrived: float = now
+        self.started: float = now
+
+
 #: A ``ps`` job's entry: (finish tag, start sequence, job).
 PsEntry = Tuple[float, int, Job]
 
@@ -126,26 +139,26 @@ class Stage(object):
     def done(self, job: Job, now: float) -> None:
         """Book-keeping of a finished job, then the session goes on."""
         self.done_flow(job, now)
-        if job[0] is not None:
-            job[0].cancel = None
-            self.sim.resume(job[0])
+        if job.session is not None:
+            job.session.cancel = None
+            self.sim.resume(job.session)
 
     def done_flow(self, job: Job, now: float) -> None:
         """Book-keeping of a finished job (for a flow: on each of its stages)."""
         if self.sim.estimates:
-            self.est.observe(job[3], job[3] - job[2], now - job[3])
+            self.est.observe(job.started, job.started - job.arrived, now - job.started)
         if self.sim.warm:
             st = self.stats
             st.completed += 1
             # Welford.add twice, inlined (the same float operations)
             w = st.wait
-            x = job[3] - job[2]
+            x = job.started - job.arrived
             w.n += 1
             d = x - w.mean
             w.mean += d / w.n
             w.m2 += d * (x - w.mean)
             w = st.service
-            x = now - job[3]
+            x = now - job.started
             w.n += 1
             d = x - w.mean
             w.mean += d / w.n
@@ -178,7 +191,7 @@ class Fifo(Stage):
     def submit(self, session: Any, work: float) -> None:
         sim = self.sim
         now = sim.now
-        job = [session, work, now, now]
+        job = Job(session, work, now)
         sim.touched.add(self)
         if self.serving < self.servers:
             self._start(job, now)
@@ -200,8 +213,8 @@ class Fifo(Stage):
 
     def _start(self, job: Job, now: float) -> None:
         self.serving += 1
-        job[3] = now
-        t = now + job[1]
+        job.started = now
+        t = now + job.work
         self.in_service[id(job)] = job
         sim = self.sim
         sim.seq += 1  # sim.schedule(t, self.finish, job), inlined
@@ -218,7 +231,7 @@ class Fifo(Stage):
             self._start(self.waiting.popleft(), now)
         # self.done(job, now), inlined
         self.done_flow(job, now)
-        s = job[0]
+        s = job.session
         if s is not None:
             s.cancel = None
             sim.make_ready(s)
@@ -234,9 +247,9 @@ class Fifo(Stage):
         # (not its finish time less now: the two differ in the last bits).
         total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
         for job in self.in_service.values():
-            total += job[1] - (now - job[3])
+            total += job.work - (now - job.started)
         for job in self.waiting:
-            total += job[1]
+            total += job.work
         return total
 
 
@@ -252,7 +265,7 @@ class Delay(Stage):
 
     def submit(self, session: Any, work: float) -> None:
         now = self.sim.now
-        job = [session, work, now, now]
+        job = Job(session, work, now)
         self.jobs[id(job)] = (job, now + work)
         sim = self.sim
         sim.touched.add(self)
@@ -273,7 +286,7 @@ class Delay(Stage):
     def work_left(self, now: float) -> float:
         total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
         for job, end in self.jobs.values():
-            total += job[1] - (now - job[3])
+            total += job.work - (now - job.started)
         return total
 
 
@@ -309,7 +322,7 @@ class Ps(Stage):
     def submit(self, session: Any, work: float) -> None:
         now = self.sim.now
         self._advance(now)
-        job = [session, work, now, now]
+        job = Job(session, work, now)
         self.seq += 1
         entry = (self.v + work, self.seq, job)
         heapq.heappush(self.tags, entry)
@@ -483,7 +496,7 @@ class Flow(object):
         self.rate = 0.0
         self.since = now
         self.start = now
-        self.job: Job = [session, work, now, now]
+        self.job: Job = Job(session, work, now)
 
 
 class Flows(object):
@@ -593,7 +606,7 @@ class Flows(object):
             del st.flows[fid]
             self.touched.add(st)
         self.sim.flows_dirty = True
-        f.job[3] = f.start
+        f.job.started = f.start
         for st in f.stages:
             st.done_flow(f.job, now)
         if f.session is not None:

@@ -17,7 +17,7 @@ from ..report.stats import IntervalAverage, ItlHistogram, Welford
 from .exprs import fmt
 from .holds import try_grow
 from .pools import EPS, round_up, total_key
-from .stages import Stage
+from .stages import Job, Stage
 from .step_plan import INF, Plan, StepContext, StepJob
 
 if TYPE_CHECKING:
@@ -700,7 +700,7 @@ class Step(Stage):
                 self.residents.remove(j)
                 self.changes += 1
                 sim.touched.add(self)
-                job = [j.session, 0.0, j.arrived, j.arrived]
+                job = Job(j.session, 0.0, j.arrived)
                 self.done_flow(job, now)
                 j.session.cancel = None
                 sim.resume(j.session)
