@@ -105,6 +105,19 @@ def test_step_stage_error_names_the_stage_and_its_queue():
     assert "stage `e`: 1 present, head session 0" in err.notes
 
 
+def test_fifo_queue_error_names_the_queue_head():
+    # a FIFO with a queue when a later session's index fails: the dump names
+    # the session at the head of the queue (it once read a job's old list
+    # form, failed, and the whole dump, time included, was dropped)
+    err = run_error(compile_program(
+        source="stage q : fifo;\nstage d[2] : delay;\nworkload { arrive batch(4); }\n"
+        "session { branch (serial < 3) { run q (5); } run d[serial] (1); }\n"
+        "run { horizon 10; }\n"))
+    assert err.message.startswith("index `serial` is 3")
+    assert err.notes[0].startswith("the run stopped at t = 0 (event ")
+    assert "stage `q`: 3 present, head session 1" in err.notes
+
+
 def test_cli_prints_the_dump_without_a_traceback(tmp_path):
     f = tmp_path / "r.sq"
     f.write_text(PROGRAM)

@@ -69,7 +69,7 @@ def _stage_head(st) -> str:
     head = None
     waiting = getattr(st, "waiting", None)
     if waiting:
-        head = waiting[0][0]
+        head = waiting[0].session  # (a Job: sim/stages.py)
     elif getattr(st, "residents", None):
         head = st.residents[0].session
     text = "stage `%s`: %d present" % (_member(st), n)
