@@ -7,7 +7,7 @@ is the same unrolled, and ``_key_s64``/``_sub_key_s64`` the same on signed
 64-bit machine integers (PyPy's wrapping operations).  rng.py picks which
 (``use_implementation``).
 """
-from typing import TYPE_CHECKING, Any, Callable, Final, List
+from typing import TYPE_CHECKING, Any, Callable, Final, List, Tuple
 
 from .rng_chacha import _M32, _M64, Key, chacha12_words
 
@@ -186,6 +186,13 @@ def _mul_lo(al: "i64", bl: "i64") -> "i64":
     return (p0 + ((p1 & 0xFFFF) << 16)) & _M32
 
 
+def _pcg_step(sh: "i64", sl: "i64") -> "Tuple[i64, i64]":
+    """PCG32's next state: ``state * MUL + INC`` modulo 2**64, as halves."""
+    mh: i64 = _mul_hi(sh, sl, _PCG_MUL >> 32, _PCG_MUL & _M32)
+    ml: i64 = _mul_lo(sl, _PCG_MUL & _M32) + (_PCG_INC & _M32)
+    return (mh + (_PCG_INC >> 32) + (ml >> 32)) & _M32, ml & _M32
+
+
 def _pcg_word(sh: "i64", sl: "i64") -> "i64":
     """PCG32's output (XSH-RR) for the state ``sh:sl``."""
     # t = (s >> 18) ^ s; x = (t >> 27) & M32; the rotation is s >> 59
@@ -224,41 +231,12 @@ def native_first_block(seed: int, a: int, b: int, c: int) -> List[int]:
         # x ^= x >> 31
         xl = xl ^ (((xl >> 31) | (xh << 1)) & _M32)
         xh = xh ^ (xh >> 31)
-    # seed_key: eight PCG32 outputs; state = state * MUL + INC before each
-    ah: i64 = _PCG_MUL >> 32
-    al: i64 = _PCG_MUL & _M32
-    ch: i64 = _PCG_INC >> 32
-    cl: i64 = _PCG_INC & _M32
+    # seed_key: eight PCG32 outputs, the state advanced before each
+    key: List[int] = []
     sh: i64 = xh
     sl: i64 = xl
-    k0: i64 = 0
-    k1: i64 = 0
-    k2: i64 = 0
-    k3: i64 = 0
-    k4: i64 = 0
-    k5: i64 = 0
-    k6: i64 = 0
-    k7: i64 = 0
-    for i in range(8):
-        mh: i64 = _mul_hi(sh, sl, ah, al)
-        ml: i64 = _mul_lo(sl, al) + cl
-        sh = (mh + ch + (ml >> 32)) & _M32
-        sl = ml & _M32
-        w: i64 = _pcg_word(sh, sl)
-        if i == 0:
-            k0 = w
-        elif i == 1:
-            k1 = w
-        elif i == 2:
-            k2 = w
-        elif i == 3:
-            k3 = w
-        elif i == 4:
-            k4 = w
-        elif i == 5:
-            k5 = w
-        elif i == 6:
-            k6 = w
-        else:
-            k7 = w
-    return chacha12_words(k0, k1, k2, k3, k4, k5, k6, k7, 0, 0)
+    for _ in range(8):
+        sh, sl = _pcg_step(sh, sl)
+        key.append(_pcg_word(sh, sl))
+    return chacha12_words(key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7],
+                          0, 0)
