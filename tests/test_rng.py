@@ -168,19 +168,28 @@ def test_first_block_on_machine_integers_agrees():
         assert K.native_first_block(seed, a, b, c) == want, (seed, a, b, c)
 
 
-def test_streams_are_the_same_whichever_first_block():
+@pytest.mark.parametrize("implementation", ["rows", "native", "scalar"])
+def test_streams_are_the_same_whichever_first_block(implementation):
     # the compiled core sets up session streams one by one on machine
-    # integers; the batched and deferred set-ups draw the same numbers
+    # integers ("native": Substreams.get and the deferred first draw); the
+    # batched and deferred set-ups draw the same numbers
     from serq.sim import rng_batch as B
-    one_by_one = B.StatementStreams(77)
-    batched = B.StatementStreams(77)
-    one_by_one._native = True
-    batched._native = False
-    for a in list(range(0, 600, 13)) + [2 ** 40]:
-        x, y, z = one_by_one.get(a), batched.get(a), R.statement_stream(77, a)
-        draws = [[r.next_u64() for _ in range(70)] for r in (x, y, z)]
-        assert draws[0] == draws[1] == draws[2]
-        assert x.seed == y.seed == z.seed
+    serials = list(range(0, 600, 13)) + [2 ** 40]
+    plain = [R.Rng(R.substream_seed(77, a, 0, 2)) for a in serials]
+    reference = [[r.next_u64() for _ in range(70)] for r in plain]
+    previous = R.use_implementation(implementation)
+    try:
+        one_by_one = B.StatementStreams(77)
+        batched = B.StatementStreams(77)
+        one_by_one._one = K.native_first_block
+        batched._one = None
+        for n, a in enumerate(serials):
+            x, y, z = one_by_one.get(a), batched.get(a), R.statement_stream(77, a)
+            for r in (x, y, z):
+                assert [r.next_u64() for _ in range(70)] == reference[n]
+            assert x.seed == y.seed == z.seed
+    finally:
+        R.use_implementation(previous)
 
 
 def test_stream_seeds():

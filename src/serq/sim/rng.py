@@ -100,7 +100,7 @@ _EMPTY_RANGE: Final = "an empty or unbounded range"
 class _Implementation(object):
     """The functions that compute keys and blocks (``use_implementation``)."""
 
-    __slots__ = ("name", "first_block", "refill", "seed_key", "sub_key")
+    __slots__ = ("name", "first_block", "refill", "seed_key", "sub_key", "sub_first_block")
 
     def __init__(self) -> None:
         self.name = ""
@@ -108,6 +108,9 @@ class _Implementation(object):
         self.refill: Callable[[Key, int], Sequence[int]] = _refill_rows
         self.seed_key: Callable[[int], Key] = _seed_key_fast
         self.sub_key: Callable[[int, int, int, int], Key] = _sub_key_rows
+        # A substream's first block straight from its arguments (no key
+        # made), where that is the faster way; None: sub_key, first_block.
+        self.sub_first_block: Optional[Callable[[int, int, int, int], Sequence[int]]] = None
 
 
 _IMPL: Final = _Implementation()
@@ -129,6 +132,7 @@ def use_implementation(name: str) -> str:
         # blocks on 32-bit words, keys and the batched setup on wide integers
         impl.first_block, impl.refill = _first_block_scalar, _refill_scalar
         impl.seed_key, impl.sub_key = _seed_key_fast, _sub_key_rows
+        impl.sub_first_block = native_first_block
     elif name == "scalar":
         impl.first_block, impl.refill = _first_block_scalar, _refill_scalar
         if _intop is not None:
@@ -137,6 +141,8 @@ def use_implementation(name: str) -> str:
             impl.seed_key, impl.sub_key = seed_key, _sub_key_rows
     else:
         raise ValueError("unknown implementation %r" % (name,))
+    if name != "native":
+        impl.sub_first_block = None
     impl.name = name
     return previous
 
@@ -249,40 +255,40 @@ class Rng(object):
 
     # -- buffer management ---------------------------------------------------
 
+    def _derive_key(self) -> Key:
+        """The key, worked out again from the seed: not kept with the first
+        block, since most streams (a session's) never need a second one and
+        the key's eight words are a third of a live session's memory.  A
+        stream that refills keeps it (``_next_words``)."""
+        seed = self._seed
+        if seed is None:
+            sub = self._sub
+            assert sub is not None
+            return _IMPL.sub_key(sub[0], sub[1], sub[2], sub[3])
+        return _IMPL.seed_key(seed)
+
     def _next_words(self) -> Sequence[int]:
         """Replace the buffer by its unconsumed tail followed by the next
         block(s); returns the new buffer (``_i`` is reset to 0)."""
         key = self._key
         tail = self._buf[self._i:]
         sub = self._sub
-        if key is None and sub is not None and self._counter == 0 and _IMPL.name == "native":
-            # a substream's first block from its arguments, on machine integers
-            words: Sequence[int] = native_first_block(sub[0], sub[1], sub[2], sub[3])
-            self._counter = 1
-            if tail:
-                words = tuple(tail) + tuple(words)
-            self._buf = words
-            self._i = 0
-            return words
-        if key is None:
-            # Worked out again from the seed, not kept with the first block:
-            # most streams (a session's) never need a second one, and the
-            # key's eight words are a third of a live session's memory.
-            # A stream that refills keeps it.
-            seed = self._seed
-            if seed is None:
-                sub = self._sub
-                assert sub is not None
-                key = _IMPL.sub_key(sub[0], sub[1], sub[2], sub[3])
-            else:
-                key = _IMPL.seed_key(seed)
-        if self._counter == 0:
-            words = _IMPL.first_block(key)
+        first = _IMPL.sub_first_block
+        words: Sequence[int]
+        if self._counter == 0 and key is None and sub is not None and first is not None:
+            # a substream's first block straight from its arguments
+            words = first(sub[0], sub[1], sub[2], sub[3])
             self._counter = 1
         else:
-            self._key = key
-            words = _IMPL.refill(key, self._counter)
-            self._counter = _next_counter(self._counter)
+            if key is None:
+                key = self._derive_key()
+            if self._counter == 0:
+                words = _IMPL.first_block(key)
+                self._counter = 1
+            else:
+                self._key = key
+                words = _IMPL.refill(key, self._counter)
+                self._counter = _next_counter(self._counter)
         if tail:
             words = tuple(tail) + tuple(words)
         self._buf = words

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, Final, List, Optional, Sequence, Tuple
 from . import rng as _core
 from .rng import STATEMENT_KIND, WORKLOAD_KIND, Rng, substream
 from .rng_chacha import _C0, _C1, _C2, _C3, _M32, _M64
-from .rng_seed import _PCG_INC, _PCG_MUL, native_first_block
+from .rng_seed import _PCG_INC, _PCG_MUL
 
 # ---------------------------------------------------------------------------
 # Batched setup of session streams
@@ -278,9 +278,10 @@ def substreams(seed: int, first: int, count: int, b: int, c: int) -> List[Rng]:
     """``[substream(seed, first + j, b, c) for j in range(count)]``, their
     first blocks computed together (see above); the same draws."""
     out: List[Rng] = []
-    if _core.implementation() in ("scalar", "native") or count < BATCH_MIN:
-        # (compiled, ``substream``'s first block is computed on machine
-        # integers, faster than a batch on wide integers)
+    if (_core.implementation() == "scalar" or _core._IMPL.sub_first_block is not None
+            or count < BATCH_MIN):
+        # (with a first block from the arguments, ``substream``'s own is
+        # the cheaper)
         for a in range(first, first + count):
             out.append(substream(seed, a, b, c))
         return out
@@ -317,7 +318,7 @@ class Substreams(object):
     fresh generator, also for an ``a`` asked before.
     """
 
-    __slots__ = ("seed", "b", "c", "_first", "_k", "_size", "_seeds", "_words", "_native")
+    __slots__ = ("seed", "b", "c", "_first", "_k", "_size", "_seeds", "_words", "_one")
 
     def __init__(self, seed: int, b: int, c: int) -> None:
         self.seed = seed
@@ -328,18 +329,21 @@ class Substreams(object):
         self._size = BATCH_FIRST
         self._seeds: Tuple[int, ...] = ()
         self._words: Tuple[int, ...] = ()
-        # Compiled (mypyc), one stream's first block on machine integers is
-        # cheaper than its share of a batch on wide integers.
-        self._native: bool = _core.implementation() == "native"
+        # Where the implementation computes a substream's first block from
+        # its arguments (compiled: machine integers), that is cheaper than
+        # its share of a batch on wide integers.
+        self._one: Optional[Callable[[int, int, int, int], Sequence[int]]] = \
+            _core._IMPL.sub_first_block
 
     def get(self, a: int) -> Rng:
         """A new generator for ``substream(seed, a, b, c)``."""
-        if self._native:
+        one = self._one
+        if one is not None:
             seed = self.seed
             b = self.b
             c = self.c
             r = Rng(None, (seed, a, b, c))  # (the seed, and the key of a refill, on demand)
-            r._buf = native_first_block(seed, a, b, c)
+            r._buf = one(seed, a, b, c)
             r._counter = 1
             return r
         j = a - self._first

@@ -24,7 +24,6 @@ EPS = 1e-9
 _heappush = heapq.heappush
 
 
-
 class Job(object):
     """A job on a stage: its session (None for a spilled prefix's write),
     its work, and when it arrived and started service."""
