@@ -294,6 +294,44 @@ def test_a_fork_server_dying_while_a_worker_starts_is_the_signal_not_a_bug():
     assert info.value.reason == "interrupted" and info.value.results == []
 
 
+@needs_proc
+def test_stopping_a_pool_closes_its_call_queue_once(tmp_path):
+    # CI at stop 25: SIGTERM to `sweep -j 2` printed "Exception in thread
+    # ...: OSError: [Errno 9] Bad file descriptor".  The pool's manager
+    # thread (its workers gone) and the queue's feeder thread (sent its
+    # sentinel by the finalizers _stop_helpers runs) closed one pipe side
+    # by side.  Here every close is made slow, so that the two overlap
+    # whenever they run together.
+    (tmp_path / "drive.py").write_text(textwrap.dedent("""
+        import multiprocessing, threading, time
+        import multiprocessing.connection as mc
+        from concurrent.futures import ProcessPoolExecutor
+        from serq.sweep import backends
+        errors = []
+        threading.excepthook = lambda a: errors.append(repr(a.exc_value))
+        close = mc.Connection._close
+        def slow_close(self):
+            time.sleep(0.02)
+            close(self)
+        mc.Connection._close = slow_close
+        if __name__ == "__main__":
+            for _ in range(3):
+                ex = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("forkserver"))
+                for i in range(4):
+                    ex.submit(time.sleep, 100)
+                time.sleep(0.3)
+                backends._stop_workers(ex, backends._workers(ex))
+                backends._stop_helpers()
+            time.sleep(0.3)
+            print(errors)
+    """))
+    r = subprocess.run([sys.executable, "drive.py"], cwd=str(tmp_path), capture_output=True,
+                       text=True, timeout=60)  # (without the fix it can hang)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "[]\n", r.stdout
+    assert "Traceback" not in r.stderr, r.stderr
+
+
 def test_ctrl_c_while_the_command_line_is_imported_is_no_traceback():
     # Ctrl-C before main's handler is in place (the CLI's imports) printed
     # Python's KeyboardInterrupt traceback; here it lands on an import

@@ -67,6 +67,7 @@ def _stop_workers(ex, workers: List) -> None:
     """End the pool now, its running tasks dropped: SIGTERM, then SIGKILL
     to a worker still there after 5 s; every worker is waited for."""
     import time
+    manager = getattr(ex, "_executor_manager_thread", None)  # (shutdown forgets it)
     ex.shutdown(wait=False, cancel_futures=True)
     for w in workers:
         try:
@@ -81,6 +82,16 @@ def _stop_workers(ex, workers: List) -> None:
                 w.kill()
                 w.join(5.0)
         except (OSError, ValueError, AttributeError, AssertionError):
+            pass
+    # The pool's manager thread sees its workers gone and closes the call
+    # queue's pipe; waited for here, so that it is done before the queue's
+    # finalizers (_stop_helpers) close the same pipe from the feeder thread.
+    # Run side by side, the two close one descriptor twice ("Exception in
+    # thread ...: OSError: [Errno 9] Bad file descriptor" on stderr).
+    if manager is not None:
+        try:
+            manager.join(5.0)
+        except RuntimeError:  # never started
             pass
 
 
