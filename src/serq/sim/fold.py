@@ -95,7 +95,10 @@ def prepare(sim: "Simulator") -> None:
 
 
 def _whole(x: float) -> bool:
-    return x.is_integer() and -WHOLE_LIMIT < x < WHOLE_LIMIT
+    # (``x % 1.0`` rather than ``x.is_integer()``: float arithmetic where
+    # mypyc compiles this, not a method call; the range test keeps out inf
+    # and nan first)
+    return -WHOLE_LIMIT < x < WHOLE_LIMIT and x % 1.0 == 0.0
 
 
 def _second_time(heap: List[Any]) -> float:
@@ -142,9 +145,9 @@ class Folding(object):
             if not j.decode or j.stalled or j.gone or not _whole(j.remaining):
                 return False
             s = j.session
-            last = s.itl
             # every resident's last token ended with the iteration just ended
-            if last is None or last[1] != now or last[0] != s.a[slot] or s.itl_preempted:
+            if not s.itl_has or s.itl_at != now or s.itl_turn != s.a[slot] \
+                    or s.itl_preempted:
                 return False
             g = j.grow
             if g is None:
@@ -196,7 +199,10 @@ class Folding(object):
         due: List[Tuple[int, Any, int, float]] = []
         used = pool.used
         reserved = pool.reserved
-        for _, idx in sorted(x for x in grows if x[0] == k):
+        # (in resident order: the entries due are (k, idx), one per resident)
+        order = [x[1] for x in grows if x[0] == k]
+        order.sort()
+        for idx in order:
             g = self.jobs[idx].grow
             assert g is not None  # (only growing residents are in grows)
             run, i = g
@@ -279,7 +285,10 @@ class Folding(object):
             if self.ends:
                 j.remaining = self.rem0[k] - ends
                 s = j.session
-                s.itl = (s.a[slot], self.last_end, True)
+                s.itl_has = True
+                s.itl_turn = s.a[slot]
+                s.itl_at = self.last_end
+                s.itl_dec = True
                 s.itl_preempted = False
             g = j.grow
             if g is not None and self.starts:

@@ -48,8 +48,8 @@ class Session(object):
     __slots__ = ("serial", "a", "rng", "gen", "leg_of", "legs_live", "forks", "joining",
                  "steps", "ready_at", "ready_count", "turns", "trace_turns", "trace_next",
                  "alive", "holds", "leases", "legs", "waiting_in", "cancel", "waited",
-                 "admission", "preempt_memory", "ending", "step_job", "itl",
-                 "itl_preempted")
+                 "admission", "preempt_memory", "ending", "step_job", "itl_has",
+                 "itl_turn", "itl_at", "itl_dec", "itl_preempted")
 
     def __init__(self, serial: Any, attrs: Any, rng: Any,
                  leg_of: "Optional[Session]" = None) -> None:
@@ -84,8 +84,12 @@ class Session(object):
         self.preempt_memory: Any = None  # pool index -> (position, counted stuck)
         self.ending: bool = False  # the session's end is releasing what it holds
         self.step_job: Any = None
-        # (turn, time, the turn has decoded) of its last token
-        self.itl: Any = None
+        # its last token: whether there is one, its turn and time, and
+        # whether that turn has decoded (typed fields, not a tuple per token)
+        self.itl_has: bool = False
+        self.itl_turn: float = 0.0
+        self.itl_at: float = 0.0
+        self.itl_dec: bool = False
         self.itl_preempted: bool = False  # preempted since its last token
 
     def root(self) -> "Session":

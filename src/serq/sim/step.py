@@ -680,12 +680,11 @@ class Step(Stage):
                 # has a token stream of its own; the session's runs on across
                 # its forks and joins.
                 s = j.session
-                turn = s.a[slot]
-                last = s.itl
-                same = last is not None and last[0] == turn
+                turn: float = s.a[slot]
+                same = s.itl_has and s.itl_turn == turn
                 if same and warm and (
-                        decode or last[2] or s.itl_preempted):
-                    x = now - last[1]
+                        decode or s.itl_dec or s.itl_preempted):
+                    x = now - s.itl_at
                     if x == gap:
                         repeat += 1
                     else:
@@ -693,7 +692,10 @@ class Step(Stage):
                             itl.add_repeat(gap, repeat)
                         gap = x
                         repeat = 1
-                s.itl = (turn, now, decode or (same and last[2]))
+                s.itl_dec = decode or (same and s.itl_dec)
+                s.itl_has = True
+                s.itl_turn = turn
+                s.itl_at = now
                 s.itl_preempted = False
             if done:
                 j.gone = True
