@@ -35,14 +35,14 @@ change nothing here without re-running those tests.
   at rank ``ceil(q * n)``.
 """
 import math
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Final, List, Optional, Sequence, Tuple
 
 #: Student t quantile (0.975, 19 degrees of freedom) used by every CI.
 T_19 = 2.093
 #: Number of batches (observations) or windows (time averages) of a CI.
-BATCHES = 20
+BATCHES: Final = 20
 #: Fewest samples with a batch-means CI.
-MIN_CI_SAMPLES = 40
+MIN_CI_SAMPLES: Final = 40
 
 
 class Welford(object):
@@ -302,8 +302,8 @@ def _count(buckets: Dict[Any, List[Any]], key: Any, x: float, k: int) -> None:
 
 
 #: Width of an ITL bucket in natural-log units (1 %).
-_LOG_STEP = math.log1p(0.01)
-_ZERO_BUCKET = -(1 << 63)
+_LOG_STEP: Final = math.log1p(0.01)
+_ZERO_BUCKET: Final = -(1 << 63)
 
 
 class ItlHistogram(object):

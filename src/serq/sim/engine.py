@@ -32,7 +32,6 @@ from .step import Step
 from .timeavg import GaugeTrace
 
 _heappush = heapq.heappush
-_log = math.log
 
 
 class Observation(object):
@@ -347,7 +346,7 @@ class Simulator(Settle):
         limit = self.prog.arrivals
         if limit is None or self.arrived + 1 < limit:
             if self.poisson:
-                gap = -_log(1.0 - self.arrival_rng.random_f64()) / self.arrival_rate
+                gap = -math.log(1.0 - self.arrival_rng.random_f64()) / self.arrival_rate
             else:
                 gap = self.gap(self.gap_ctx)
                 if not (gap > 0.0 and gap != math.inf):

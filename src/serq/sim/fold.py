@@ -49,7 +49,7 @@ end (``stop_all``).
 """
 import heapq
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Final, List, Optional, Tuple
 
 from ..ir import nodes as ir
 from ..report.stats import TimeAverage
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 LAZY_QUERIES = ("Work", "BudgetLeft")
 
 #: Past this, float positions and token counts are no longer exact integers.
-WHOLE_LIMIT = float(2 ** 50)
+WHOLE_LIMIT: Final = 1125899906842624.0  # 2**50
 
 #: ``serq run --no-fold`` and tests turn folding off (the general path only).
 ENABLED = [True]

@@ -11,13 +11,13 @@ the target hold releases with its computed position and enters its first
 pool's queue again.
 """
 import math
-from typing import Any, List
+from typing import Any, Final, List
 
 from ..ir import nodes as ir
 from .exprs import fmt
 from .pools import EPS, Pool, round_down, round_up
 
-WAIT = 0
+WAIT: Final = 0
 
 
 class Preempted(Exception):

@@ -10,12 +10,12 @@ Amounts are floats compared with a tolerance of 1e-9, as in the reference.
 """
 import heapq
 import math
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Final, List, Optional, Tuple
 
 from ..report.stats import TimeAverage, Welford, replay_pieces
 from .stages import sync
 
-EPS = 1e-9
+EPS: Final = 1e-9
 
 
 def round_up(x, block):

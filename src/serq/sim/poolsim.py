@@ -3,7 +3,7 @@ admission at every settle, growth and preemption, leases, the end of a
 session's holds, and the pool queries.
 """
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 
 from ..errors import RunError
 from .exprs import fmt
@@ -11,7 +11,7 @@ from .holds import Lease, Preempted, infinite_units, try_grow
 from .pools import EPS, Pool, Waiting, round_up, total_key
 from .timeavg import TimeAverages
 
-WAIT = 0
+WAIT: Final = 0
 
 
 def _index(x):

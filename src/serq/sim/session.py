@@ -18,7 +18,7 @@ simulator resumes the generator when the wait is over.  What is yielded:
 same way.
 """
 import math
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Final, List, Optional
 
 from ..ir import nodes as ir
 from . import rng as streams
@@ -27,10 +27,10 @@ from .exprs import fmt
 from .holds import HoldOps, HoldRun
 from .pools import total_key
 
-WAIT = 0
-AGAIN = 1
+WAIT: Final = 0
+AGAIN: Final = 1
 
-NEVER_ADMITTED = float(2 ** 64 - 1)
+NEVER_ADMITTED: Final = float(2 ** 64 - 1)
 
 SET, OBSERVE, RUN, BRANCH, LOOP, CHOOSE, END, TURN, FORK, JOIN, HOLD, GROW, LOAD, RELEASE, \
     DROP, STEPRUN = range(16)

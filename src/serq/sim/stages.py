@@ -13,14 +13,14 @@ starts.
 """
 import heapq
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Final, List, Optional, Set, Tuple
 
 from ..report.stats import TimeAverage, Welford, replay_pieces
 
 if TYPE_CHECKING:
     from .engine import Simulator
 
-EPS = 1e-9
+EPS: Final = 1e-9
 _heappush = heapq.heappush
 
 

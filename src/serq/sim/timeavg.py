@@ -11,7 +11,7 @@ between ticks worked out once, ``gaps_to``), at the end of the run or when
 just before the clock moves to a later instant, and at the end.
 """
 import platform
-from typing import Any, List, Set, cast
+from typing import Any, Final, List, Set, cast
 
 from ..report.stats import TimeAverage
 from .clock import Clock
@@ -25,7 +25,7 @@ TICKS_KEPT = 4096
 #: loop faster than it keeps the set of those an event touched
 #: (vllm_single 1.28 -> 1.22 s, chat_cache 1.41 -> 1.31 s there; router16
 #: the same); CPython keeps the set (router16 -30 %).
-RECORD_ALL = platform.python_implementation() == "PyPy"
+RECORD_ALL: Final = platform.python_implementation() == "PyPy"
 
 
 class _Untracked(object):
