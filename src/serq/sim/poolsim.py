@@ -3,13 +3,16 @@ admission at every settle, growth and preemption, leases, the end of a
 session's holds, and the pool queries.
 """
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, List, Set, Tuple
 
 from ..errors import RunError
 from .exprs import fmt
-from .holds import Lease, Preempted, infinite_units, try_grow
+from .holds import HoldRun, Lease, Preempted, infinite_units, try_grow
 from .pools import EPS, Pool, Waiting, round_up, total_key
 from .timeavg import TimeAverages
+
+if TYPE_CHECKING:
+    from .session import Session
 
 WAIT: Final = 0
 
@@ -39,6 +42,14 @@ def walk_in_order(members, visit):
 
 
 class PoolSim(TimeAverages):
+    # Set by the simulator (engine.py), declared here so that the compiled
+    # admission reads them as fields
+    prog: Any
+    interp: Any
+    pool_watch: Set[Any]
+
+    def make_ready(self, s: "Session") -> None:
+        raise NotImplementedError  # (settle.py's)
 
     def make_pools(self, prog):
         self.pools = [Pool(self, i, p, self.compiler) for i, p in enumerate(prog.pools)]
@@ -204,14 +215,15 @@ class PoolSim(TimeAverages):
         finally:
             rng.rewind(at)
 
-    def header(self, run):
+    def header(self, run: HoldRun) -> Tuple[List[float], List[float]]:
         """Units and needs of a waiting hold, evaluated now."""
         s = run.session
         op = run.op
         interp = self.interp
-        units, needs = [], []
-        for (m, units_f, reserve_f, static), p in zip(op[1], run.pools):
-            u = interp.amount(s, units_f(s), op)
+        units: List[float] = []
+        needs: List[float] = []
+        for (m, units_f, reserve_f, static), _ in zip(op[1], run.pools):
+            u: float = interp.amount(s, units_f(s), op)
             need = u
             if reserve_f is not None:
                 need = max(u, interp.amount(s, reserve_f(s), op))
@@ -219,10 +231,11 @@ class PoolSim(TimeAverages):
             needs.append(need)
         return units, needs
 
-    def try_admit(self, w):
-        run = w.run
-        s = run.session
+    def try_admit(self, w: Waiting) -> bool:
+        run: HoldRun = w.run
+        s: "Session" = run.session
         units, needs = self.header(run)
+        p: Pool
         for p, need in zip(run.pools, needs):
             # (the watermark is 0.0 unless the pool declares one: x + 0.0 == x)
             if p.used + p.reserved + round_up(need, p.block) + p.watermark > p.cap + EPS:
@@ -239,6 +252,7 @@ class PoolSim(TimeAverages):
         reuse = None if op[2] is None else op[2](s)
         consumed = 0.0
         root = s.root()
+        i: int
         for i, p in enumerate(run.pools):
             pos = 0.0
             if op[4] is not None:
