@@ -11,11 +11,14 @@ the target hold releases with its computed position and enters its first
 pool's queue again.
 """
 import math
-from typing import Any, Final, List
+from typing import TYPE_CHECKING, Any, Final, List
 
 from ..ir import nodes as ir
 from .exprs import fmt
 from .pools import EPS, Pool, round_down, round_up
+
+if TYPE_CHECKING:
+    from .session import Session
 
 WAIT: Final = 0
 
@@ -125,6 +128,8 @@ def reads_state(e) -> bool:
 class HoldOps(object):
     """The interpreter's pool statements (mixed into ``Interpreter``)."""
 
+    sim: Any  # (set by Interpreter: declared so that compiled code reads a field)
+
     def compile_hold(self, st, c, loc):
         pools = []
         for hp in st.pools:
@@ -212,11 +217,13 @@ class HoldOps(object):
                 p.stats.rejected += 1
                 raise Rejected()
 
-    def end_hold(self, s, run):
+    def end_hold(self, s: "Session", run: HoldRun) -> None:
         op = run.op
         sim = self.sim
         lease = op[5]
         li = lease[0] if lease is not None and run.lease_ok else -1
+        i: int
+        p: Pool
         for i, p in enumerate(run.pools):
             if run.done[i]:
                 continue
@@ -234,7 +241,7 @@ class HoldOps(object):
             self.release_one(s, run, i)
         sim.pool_pass()
 
-    def release_one(self, s, run, i, preempted=False):
+    def release_one(self, s: "Session", run: HoldRun, i: int, preempted: bool = False) -> None:
         """Give pool ``i`` of ``run`` back, caching per the `cache` clause,
         which is read once the units are back (it may read the pool)."""
         p = run.pools[i]
@@ -263,11 +270,14 @@ class HoldOps(object):
 
     # ----------------------------------------------------- pool statements
 
-    def innermost(self, s, member, op, what):
+    def innermost(self, s: "Session", member: Any, op: Any, what: str) -> Any:
         """The innermost hold of ``s`` still holding pool ``member``.  None
         for a `release` (which then ends a lease); for `grow`, `load` and
         `growing` a run-time error, as in 0.1.3: the statement stands inside
         a hold of the pool, but a `release` gave that hold's units back."""
+        run: HoldRun
+        i: int
+        p: Pool
         for run in reversed(s.holds):
             for i, p in enumerate(run.pools):
                 if p.index == member and not run.done[i]:
