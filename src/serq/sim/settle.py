@@ -11,7 +11,7 @@ the stages and pools that changed without saying so.
 """
 import heapq
 from collections import deque
-from typing import Any, Deque, List
+from typing import Any, Deque, List, Set, cast
 
 from ..errors import RunError
 from . import fold as folding
@@ -33,10 +33,20 @@ def _plan(st):
 
 
 class Settle(PoolSim):
+    # Set by the simulator (engine.py), declared here so that the compiled
+    # settle reads them as fields
+    may_plan: Set[Any]
+    steps_and_ps: bool
+    check_invariants: Any
+    flows: Any
+    flows_dirty: bool
 
     def finish(self, s: Session) -> None:
         """A session's end (engine.py; declared here for direct calls)."""
         raise NotImplementedError
+
+    def force_end(self, s: Session) -> None:
+        raise NotImplementedError  # (engine.py's)
 
     def init_settle(self) -> None:
         self.live: int = 0  # sessions and legs alive (the engine counts them)
@@ -101,9 +111,10 @@ class Settle(PoolSim):
     def stop_folds(self):
         folding.stop_all(self)
 
-    def settle(self):
+    def settle(self) -> None:
         ready = self.ready
         pools = self.pools
+        s: Session
         while True:
             while ready:
                 s = ready.popleft()
@@ -142,7 +153,7 @@ class Settle(PoolSim):
             self.flows.recompute()
         # the live average, the event's tick and the records (fold.py: a
         # folded event ends with the same tail)
-        folding.settle_tail(self, self.now)
+        folding.settle_tail(cast(Any, self), self.now)  # (self is the Simulator)
         if self.check_invariants:
             self.check_pools()
         if self.check_touched:
