@@ -227,6 +227,7 @@ class Simulator(Settle):
         self.attrs0 = [0.0] * len(prog.attrs)
         self.serial_slot = prog.slots[1]
         self.poisson = prog.arrival.kind == "Poisson"
+        self.closed: bool = prog.arrival.kind == "Closed"  # (read at every session's end)
         self.arrival_rate: float = (float(cast(float, prog.arrival.value)) if self.poisson
                                     else 0.0)
         if prog.arrival.kind == "Renewal":
@@ -502,7 +503,7 @@ class Simulator(Settle):
         self.live -= 1
         if self.warm:
             self.ended += 1
-        if self.prog.arrival.kind == "Closed":
+        if self.closed:
             if self.closed_at == self.now:
                 self.closed_count += 1
                 if self.closed_count > READY_LIMIT * cast(int, self.prog.arrival.value):
