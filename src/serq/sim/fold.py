@@ -146,8 +146,8 @@ class Folding(object):
                 return False
             s = j.session
             # every resident's last token ended with the iteration just ended
-            if not s.itl_has or s.itl_at != now or s.itl_turn != s.a[slot] \
-                    or s.itl_preempted:
+            # (a session with none has the turn nan: unequal to any)
+            if s.itl_at != now or s.itl_turn != s.a[slot] or s.itl_preempted:
                 return False
             g = j.grow
             if g is None:
@@ -285,7 +285,6 @@ class Folding(object):
             if self.ends:
                 j.remaining = self.rem0[k] - ends
                 s = j.session
-                s.itl_has = True
                 s.itl_turn = s.a[slot]
                 s.itl_at = self.last_end
                 s.itl_dec = True

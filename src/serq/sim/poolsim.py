@@ -222,7 +222,7 @@ class PoolSim(TimeAverages):
         interp = self.interp
         units: List[float] = []
         needs: List[float] = []
-        for (m, units_f, reserve_f, static), _ in zip(op[1], run.pools):
+        for _, units_f, reserve_f, _ in op[1]:  # (one per pool of the run: run_hold)
             u: float = interp.amount(s, units_f(s), op)
             need = u
             if reserve_f is not None:

@@ -48,8 +48,8 @@ class Session(object):
     __slots__ = ("serial", "a", "rng", "gen", "leg_of", "legs_live", "forks", "joining",
                  "steps", "ready_at", "ready_count", "turns", "trace_turns", "trace_next",
                  "alive", "holds", "leases", "legs", "waiting_in", "cancel", "waited",
-                 "admission", "preempt_memory", "ending", "step_job", "itl_has",
-                 "itl_turn", "itl_at", "itl_dec", "itl_preempted")
+                 "admission", "preempt_memory", "ending", "step_job", "itl_turn",
+                 "itl_at", "itl_dec", "itl_preempted")
 
     def __init__(self, serial: Any, attrs: Any, rng: Any,
                  leg_of: "Optional[Session]" = None) -> None:
@@ -84,10 +84,10 @@ class Session(object):
         self.preempt_memory: Any = None  # pool index -> (position, counted stuck)
         self.ending: bool = False  # the session's end is releasing what it holds
         self.step_job: Any = None
-        # its last token: whether there is one, its turn and time, and
-        # whether that turn has decoded (typed fields, not a tuple per token)
-        self.itl_has: bool = False
-        self.itl_turn: float = 0.0
+        # its last token: its turn (nan before the first: equal to no turn)
+        # and time, and whether that turn has decoded (typed fields, not a
+        # tuple per token)
+        self.itl_turn: float = math.nan
         self.itl_at: float = 0.0
         self.itl_dec: bool = False
         self.itl_preempted: bool = False  # preempted since its last token

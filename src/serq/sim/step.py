@@ -681,7 +681,7 @@ class Step(Stage):
                 # its forks and joins.
                 s = j.session
                 turn: float = s.a[slot]
-                same = s.itl_has and s.itl_turn == turn
+                same = s.itl_turn == turn  # (nan before its first token)
                 if same and warm and (
                         decode or s.itl_dec or s.itl_preempted):
                     x = now - s.itl_at
@@ -693,7 +693,6 @@ class Step(Stage):
                         gap = x
                         repeat = 1
                 s.itl_dec = decode or (same and s.itl_dec)
-                s.itl_has = True
                 s.itl_turn = turn
                 s.itl_at = now
                 s.itl_preempted = False
