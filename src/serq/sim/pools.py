@@ -13,7 +13,6 @@ import math
 from typing import Any, Dict, Final, List, Optional, Tuple
 
 from ..report.stats import TimeAverage, Welford, replay_pieces
-from .stages import sync
 
 EPS: Final = 1e-9
 
@@ -229,7 +228,12 @@ class Pool(object):
         self.sig_holders = holders
         self.sig_reserved = reserved
         self.sig_blocked = blocked
-        sync(self)
+        # the pieces left for later, up to the current event (Stage.set_number)
+        ticks: List[float] = self.sim.ticks
+        k = len(ticks) - 1
+        if self.synced < k - 1:
+            self.catch_up(ticks, k)
+        self.synced = k
         st = self.stats
         ad = self.admission
         _piece(st.used, used, now)
@@ -244,7 +248,7 @@ class Pool(object):
         return (self.sig_used, self.sig_cached, self.sig_queued, self.sig_holders,
                 self.sig_reserved, self.sig_blocked)
 
-    def catch_up(self, ticks, end):
+    def catch_up(self, ticks: List[float], end: int) -> None:
         """Add the pieces of the events ``ticks[synced + 1:end]`` (values
         unchanged since the last ``record`` that set them)."""
         lo = self.synced + 1

@@ -204,39 +204,54 @@ def _pcg_word(sh: "i64", sl: "i64") -> "i64":
     return ((x >> r) | (x << ((32 - r) & 31))) & _M32
 
 
+def _mix_step(xh: "i64", xl: "i64", v: int) -> "Tuple[i64, i64]":
+    """One of ``substream_seed``'s three mixing steps on ``x`` (halves):
+    ``x = splitmix64(x + golden + v)``."""
+    vh: i64 = (v >> 32) & _M32
+    vl: i64 = v & _M32
+    # x = x + golden + v (golden = 0x9E3779B97F4A7C15)
+    lo: i64 = xl + 0x7F4A7C15 + vl
+    xh = (xh + 0x9E3779B9 + vh + (lo >> 32)) & _M32
+    xl = lo & _M32
+    # x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9
+    yh: i64 = xh ^ (xh >> 30)
+    yl: i64 = xl ^ (((xl >> 30) | (xh << 2)) & _M32)
+    xh = _mul_hi(yh, yl, 0xBF58476D, 0x1CE4E5B9)
+    xl = _mul_lo(yl, 0x1CE4E5B9)
+    # x = (x ^ (x >> 27)) * 0x94D049BB133111EB
+    yh = xh ^ (xh >> 27)
+    yl = xl ^ (((xl >> 27) | (xh << 5)) & _M32)
+    xh = _mul_hi(yh, yl, 0x94D049BB, 0x133111EB)
+    xl = _mul_lo(yl, 0x133111EB)
+    # x ^= x >> 31
+    return xh ^ (xh >> 31), xl ^ (((xl >> 31) | (xh << 1)) & _M32)
+
+
 def native_first_block(seed: int, a: int, b: int, c: int) -> List[int]:
     """``chacha12_block(seed_key(substream_seed(seed, a, b, c)), 0)`` on
-    machine integers: a session stream's first block, computed at once."""
+    machine integers: a session stream's first block, computed at once.
+    (Written out, with no tuple or list between the steps: compiled, each
+    would box its numbers.)"""
     xh: i64 = (seed >> 32) & _M32
     xl: i64 = seed & _M32
-    gh: i64 = 0x9E3779B9
-    gl: i64 = 0x7F4A7C15
-    for v in (a, b, c):
-        vh: i64 = (v >> 32) & _M32
-        vl: i64 = v & _M32
-        # x = x + golden + v
-        lo: i64 = xl + gl + vl
-        xh = (xh + gh + vh + (lo >> 32)) & _M32
-        xl = lo & _M32
-        # x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9
-        yh: i64 = xh ^ (xh >> 30)
-        yl: i64 = xl ^ (((xl >> 30) | (xh << 2)) & _M32)
-        xh = _mul_hi(yh, yl, 0xBF58476D, 0x1CE4E5B9)
-        xl = _mul_lo(yl, 0x1CE4E5B9)
-        # x = (x ^ (x >> 27)) * 0x94D049BB133111EB
-        yh = xh ^ (xh >> 27)
-        yl = xl ^ (((xl >> 27) | (xh << 5)) & _M32)
-        xh = _mul_hi(yh, yl, 0x94D049BB, 0x133111EB)
-        xl = _mul_lo(yl, 0x133111EB)
-        # x ^= x >> 31
-        xl = xl ^ (((xl >> 31) | (xh << 1)) & _M32)
-        xh = xh ^ (xh >> 31)
+    xh, xl = _mix_step(xh, xl, a)
+    xh, xl = _mix_step(xh, xl, b)
+    xh, xl = _mix_step(xh, xl, c)
     # seed_key: eight PCG32 outputs, the state advanced before each
-    key: List[int] = []
-    sh: i64 = xh
-    sl: i64 = xl
-    for _ in range(8):
-        sh, sl = _pcg_step(sh, sl)
-        key.append(_pcg_word(sh, sl))
-    return chacha12_words(key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7],
-                          0, 0)
+    xh, xl = _pcg_step(xh, xl)
+    k0: i64 = _pcg_word(xh, xl)
+    xh, xl = _pcg_step(xh, xl)
+    k1: i64 = _pcg_word(xh, xl)
+    xh, xl = _pcg_step(xh, xl)
+    k2: i64 = _pcg_word(xh, xl)
+    xh, xl = _pcg_step(xh, xl)
+    k3: i64 = _pcg_word(xh, xl)
+    xh, xl = _pcg_step(xh, xl)
+    k4: i64 = _pcg_word(xh, xl)
+    xh, xl = _pcg_step(xh, xl)
+    k5: i64 = _pcg_word(xh, xl)
+    xh, xl = _pcg_step(xh, xl)
+    k6: i64 = _pcg_word(xh, xl)
+    xh, xl = _pcg_step(xh, xl)
+    k7: i64 = _pcg_word(xh, xl)
+    return chacha12_words(k0, k1, k2, k3, k4, k5, k6, k7, 0, 0)

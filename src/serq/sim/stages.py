@@ -62,17 +62,6 @@ class StageStats(object):
         self.itl: Any = None
 
 
-def sync(r: Any) -> None:
-    """A stage or pool ``r`` whose values are about to change adds the
-    pieces it left for later, up to the current event (``sim.ticks[-1]``,
-    whose piece the caller adds as it sets the new values)."""
-    ticks = r.sim.ticks
-    k = len(ticks) - 1
-    if r.synced < k - 1:
-        r.catch_up(ticks, k)
-    r.synced = k
-
-
 class Stage(object):
     """What every stage has: a name, its statistics and the simulator."""
 
@@ -107,7 +96,13 @@ class Stage(object):
         then ``TimeAverage.set`` of both averages, inlined (the same float
         operations)."""
         self.last_n = n
-        sync(self)
+        # the pieces left for later, up to the current event (the last
+        # tick, whose piece is added below as the new values are set)
+        ticks = self.sim.ticks
+        k = len(ticks) - 1
+        if self.synced < k - 1:
+            self.catch_up(ticks, k)
+        self.synced = k
         st = self.stats
         a = st.number
         a.area += a.value * (now - a.last)

@@ -85,14 +85,16 @@ class TimeAverages(Clock):
         for r in self.catchers:
             r.synced = 0
 
-    def gaps_to(self, end):
+    def gaps_to(self, end: int) -> List[float]:
         """``gaps`` through index ``end - 1``, each worked out once, when a
         catch-up first reads it (``gaps[0]`` is not read)."""
         gaps = self.gaps
         n = len(gaps)
         if n < end:
             ticks = self.ticks
-            gaps.extend([ticks[i] - ticks[i - 1] for i in range(n, end)])
+            i: int
+            for i in range(n, end):  # (typed: compiled, each gap unboxed)
+                gaps.append(ticks[i] - ticks[i - 1])
         return gaps
 
     def catch_up_all(self):
