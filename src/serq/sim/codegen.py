@@ -20,7 +20,14 @@ import math
 from ..ir import nodes as ir
 from . import dist, xdist
 from .arith import CTX_FIELD, MATH1, MATH2, fdiv, fmt
+from . import stages
 from .stages import Fifo, Job
+
+#: Where the core is compiled (mypyc), a call into it costs less than the
+#: attribute reads of the same steps written inline in the generated
+#: (interpreted) source: a fifo stage's ``submit`` and an observation's
+#: ``take`` are called; interpreted, they are written out.
+NATIVE_CORE = not stages.__file__.endswith(".py")
 
 #: Nested blocks deeper than this get their own function (Python limits
 #: the nesting of statically nested blocks and of indentation).
@@ -237,7 +244,7 @@ class BlockWriter(ExprWriter):
             w(ind + "    yield 1")
             w(ind + "else:")
             st_obj = self.sim.stages[st.stage.base]
-            if type(st_obj) is Fifo and not self.sim.pools:
+            if type(st_obj) is Fifo and not self.sim.pools and not NATIVE_CORE:
                 # Fifo.submit inlined (no pool can withdraw the job)
                 w(ind + "    now = _sim.now")
                 w(ind + "    job = _Job(s, w, now)")
@@ -281,6 +288,9 @@ class BlockWriter(ExprWriter):
         w(ind + "v = %s" % self.expr(st.value))
         if o.running:
             w(ind + "%s.add(v, _sim.warm)" % name)
+            return
+        if NATIVE_CORE:
+            w(ind + "%s.take(v, s, _sim)" % name)
             return
         w(ind + "%s.all_values.append(v)" % name)
         w(ind + "if _sim.warm:")

@@ -35,19 +35,30 @@ _heappush = heapq.heappush
 
 
 class Observation(object):
-    __slots__ = ("name", "values", "times", "sessions", "turns", "all_values")
+    __slots__ = ("name", "values", "times", "sessions", "turns", "all_values", "turn_slot")
     running = False
 
-    def __init__(self, name):
+    def __init__(self, name: str, turn_slot: int) -> None:
         # Machine arrays, not lists: 8 bytes a sample in each, where a list
         # holds a pointer to a 24-byte float (or a 28-byte int) — a kept
         # sample cost some 116 bytes, against the reference's 16.
         self.name = name
-        self.values = array("d")
-        self.times = array("d")
-        self.sessions = array("q")
-        self.turns = array("q")
-        self.all_values = array("d")  # warm-up included, for the `at end` aggregates
+        self.values: Any = array("d")
+        self.times: Any = array("d")
+        self.sessions: Any = array("q")
+        self.turns: Any = array("q")
+        self.all_values: Any = array("d")  # warm-up included, for the `at end` aggregates
+        self.turn_slot = turn_slot  # (the attribute slot of the session's turn)
+
+    def take(self, value: float, s: Session, sim: "Simulator") -> None:
+        """A sample of session ``s`` at ``sim.now`` (``Simulator.observe``;
+        the generated session code calls this where the core is compiled)."""
+        self.all_values.append(value)
+        if sim.warm:
+            self.values.append(value)
+            self.times.append(sim.now)
+            self.sessions.append(s.serial)
+            self.turns.append(int(s.a[self.turn_slot]))
 
 
 class RunningObservation(object):
@@ -214,7 +225,7 @@ class Simulator(Settle):
             self.observations = [RunningObservation(n, i in agg)
                                  for i, n in enumerate(prog.observes)]
         else:
-            self.observations = [Observation(n) for n in prog.observes]
+            self.observations = [Observation(n, prog.slots[2]) for n in prog.observes]
         self.interp = Interpreter(self, prog, self.compiler)
         self.session_block = self.interp.gens[prog.session]
         self.init_code = self.interp.code[prog.init]
@@ -433,12 +444,7 @@ class Simulator(Settle):
         if o.running:
             o.add(value, self.warm)
             return
-        o.all_values.append(value)
-        if self.warm:
-            o.values.append(value)
-            o.times.append(self.now)
-            o.sessions.append(s.serial)
-            o.turns.append(int(s.a[self.prog.slots[2]]))
+        o.take(value, s, self)
 
     def force_end(self, root):
         """A leg's hold can never fit: its session ends too (other legs go on
