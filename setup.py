@@ -21,6 +21,7 @@ from setuptools.command.build_ext import build_ext
 
 #: The modules mypyc compiles (paths under src/).
 CORE = [
+    "serq/sim/arith.py",
     "serq/sim/rng.py",
     "serq/sim/rng_chacha.py",
     "serq/sim/rng_seed.py",
