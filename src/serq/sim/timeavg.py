@@ -46,12 +46,12 @@ class GaugeTrace(object):
     """A gauge's steps: ``fn(ctx)`` read at the end of every event."""
     __slots__ = ("name", "fn", "ctx", "times", "values")
 
-    def __init__(self, name, fn, ctx=None):
+    def __init__(self, name: str, fn: Any, ctx: Any = None) -> None:
         self.name = name
         self.fn = fn
         self.ctx = ctx
-        self.times = []
-        self.values = []
+        self.times: List[float] = []
+        self.values: List[Any] = []
 
 
 class TimeAverages(Clock):
@@ -61,6 +61,7 @@ class TimeAverages(Clock):
         self.ticks: List[float] = [0.0]  # the times of the events since the last catch-up (settle)
         self.gaps: List[float] = [0.0]  # gaps[i] = ticks[i] - ticks[i - 1], as far as read (gaps_to)
         self.catchers: List[Any] = []
+        self.gauges: List[GaugeTrace] = []  # (the program's, set by the simulator)
         # The stages and pools whose values may have changed in this event
         # (each adds itself where it changes): only they record at its end.
         # (a set wherever the core is compiled: PyPy runs it interpreted)
@@ -104,8 +105,9 @@ class TimeAverages(Clock):
         for r in self.catchers:
             r.catch_up(self.ticks, end)
 
-    def read_gauges(self):
+    def read_gauges(self) -> None:
         now = self.now
+        g: GaugeTrace
         for g in self.gauges:
             v = g.fn(g.ctx)
             if not g.values or g.values[-1] != v:
