@@ -186,22 +186,20 @@ def _mul_lo(al: "i64", bl: "i64") -> "i64":
     return (p0 + ((p1 & 0xFFFF) << 16)) & _M32
 
 
-def _pcg_step(sh: "i64", sl: "i64") -> "Tuple[i64, i64]":
-    """PCG32's next state: ``state * MUL + INC`` modulo 2**64, as halves."""
+def _pcg_next(sh: "i64", sl: "i64") -> "Tuple[i64, i64, i64]":
+    """PCG32 advanced once (``state * MUL + INC`` modulo 2**64, as halves)
+    and its output (XSH-RR) for the new state: ``(sh, sl, word)``."""
     mh: i64 = _mul_hi(sh, sl, _PCG_MUL >> 32, _PCG_MUL & _M32)
     ml: i64 = _mul_lo(sl, _PCG_MUL & _M32) + (_PCG_INC & _M32)
-    return (mh + (_PCG_INC >> 32) + (ml >> 32)) & _M32, ml & _M32
-
-
-def _pcg_word(sh: "i64", sl: "i64") -> "i64":
-    """PCG32's output (XSH-RR) for the state ``sh:sl``."""
+    sh = (mh + (_PCG_INC >> 32) + (ml >> 32)) & _M32
+    sl = ml & _M32
     # t = (s >> 18) ^ s; x = (t >> 27) & M32; the rotation is s >> 59
     th: i64 = (sh >> 18) ^ sh
     tl: i64 = (((sl >> 18) | (sh << 14)) & _M32) ^ sl
     x: i64 = ((tl >> 27) | (th << 5)) & _M32
     r: i64 = sh >> 27
     # (32 - r) & 31: for r = 0, x << 32 would leave the 64-bit integers
-    return ((x >> r) | (x << ((32 - r) & 31))) & _M32
+    return sh, sl, ((x >> r) | (x << ((32 - r) & 31))) & _M32
 
 
 def _mix_step(xh: "i64", xl: "i64", v: int) -> "Tuple[i64, i64]":
@@ -230,28 +228,20 @@ def _mix_step(xh: "i64", xl: "i64", v: int) -> "Tuple[i64, i64]":
 def native_first_block(seed: int, a: int, b: int, c: int) -> List[int]:
     """``chacha12_block(seed_key(substream_seed(seed, a, b, c)), 0)`` on
     machine integers: a session stream's first block, computed at once.
-    (Written out, with no tuple or list between the steps: compiled, each
-    would box its numbers.)"""
+    (The key's words stay in locals, not a list, which compiled would box
+    each of them; the helpers' tuples of ``i64`` are returned unboxed.)"""
     xh: i64 = (seed >> 32) & _M32
     xl: i64 = seed & _M32
     xh, xl = _mix_step(xh, xl, a)
     xh, xl = _mix_step(xh, xl, b)
     xh, xl = _mix_step(xh, xl, c)
     # seed_key: eight PCG32 outputs, the state advanced before each
-    xh, xl = _pcg_step(xh, xl)
-    k0: i64 = _pcg_word(xh, xl)
-    xh, xl = _pcg_step(xh, xl)
-    k1: i64 = _pcg_word(xh, xl)
-    xh, xl = _pcg_step(xh, xl)
-    k2: i64 = _pcg_word(xh, xl)
-    xh, xl = _pcg_step(xh, xl)
-    k3: i64 = _pcg_word(xh, xl)
-    xh, xl = _pcg_step(xh, xl)
-    k4: i64 = _pcg_word(xh, xl)
-    xh, xl = _pcg_step(xh, xl)
-    k5: i64 = _pcg_word(xh, xl)
-    xh, xl = _pcg_step(xh, xl)
-    k6: i64 = _pcg_word(xh, xl)
-    xh, xl = _pcg_step(xh, xl)
-    k7: i64 = _pcg_word(xh, xl)
+    xh, xl, k0 = _pcg_next(xh, xl)
+    xh, xl, k1 = _pcg_next(xh, xl)
+    xh, xl, k2 = _pcg_next(xh, xl)
+    xh, xl, k3 = _pcg_next(xh, xl)
+    xh, xl, k4 = _pcg_next(xh, xl)
+    xh, xl, k5 = _pcg_next(xh, xl)
+    xh, xl, k6 = _pcg_next(xh, xl)
+    xh, xl, k7 = _pcg_next(xh, xl)
     return chacha12_words(k0, k1, k2, k3, k4, k5, k6, k7, 0, 0)
