@@ -165,7 +165,42 @@ def test_first_block_on_machine_integers_agrees():
               for _ in range(400)]
     for seed, a, b, c in cases:
         want = C.chacha12_block(K.seed_key(K.substream_seed(seed, a, b, c)), 0)
-        assert K.native_first_block(seed, a, b, c) == want, (seed, a, b, c)
+        assert K.native_first_block(seed, a, b, c).to_list() == want, (seed, a, b, c)
+
+
+def test_first_block_unboxed_reads_as_its_list():
+    # a session stream's first block is kept as a Words16 (its words as
+    # attributes); as a sequence it is the block's list
+    words = C.chacha12_block(K.seed_key(12345), 0)
+    w = C.chacha12_words(*K.seed_key(12345), 0, 0)
+    assert len(w) == 16 and list(w) == words and w.to_list() == words
+    assert [w[i] for i in range(-16, 16)] == words + words
+    assert w[3:] == words[3:] and w[::5] == words[::5] and tuple(w) == tuple(words)
+    assert [w.u64(i) for i in range(15)] == [(words[i + 1] << 32) | words[i] for i in range(15)]
+    with pytest.raises(IndexError):
+        w[16]
+    assert w == C.chacha12_words(*K.seed_key(12345), 0, 0) and w != words
+
+
+@pytest.mark.parametrize("start", [0, 1, 13, 14, 15])
+def test_draws_from_an_unboxed_first_block_match(start):
+    # every kind of draw, from each offset, across the end of the first
+    # block into the refill: the same numbers as a stream whose block is a list
+    from serq.sim import rng_batch as B
+    boxed = R.Rng(R.substream_seed(5, 9, 0, 2))
+    streams = B.StatementStreams(5)
+    streams._one = K.native_first_block
+    unboxed = streams.get(9)
+    assert type(unboxed._buf) is C.Words16
+    for r in (boxed, unboxed):
+        for _ in range(start):
+            r.next_u32()
+    draws = []
+    for r in (boxed, unboxed):
+        draws.append([(r.next_u32(), r.next_u64(), r.random_f64(), r.next_u32(),
+                       r.range_f64(0.5, 2.0), r.range_u64(0, 10))
+                      for _ in range(6)])
+    assert draws[0] == draws[1]
 
 
 @pytest.mark.parametrize("implementation", ["rows", "native", "scalar"])

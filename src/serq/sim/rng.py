@@ -46,7 +46,7 @@ import operator
 import platform
 from typing import Any, Callable, Final, List, Optional, Sequence, Tuple
 
-from .rng_chacha import (_M64, Key, _first_block_rows, _first_block_scalar, _next_counter,
+from .rng_chacha import (_M64, Key, Words16, _first_block_rows, _first_block_scalar, _next_counter,
                          _refill_rows, _refill_scalar)
 from .rng_seed import (_intop, _seed_key_fast, _seed_key_s64, _sub_key_rows, _sub_key_s64,
                        native_first_block, seed_key, substream_seed)
@@ -109,8 +109,8 @@ class _Implementation(object):
         self.seed_key: Callable[[int], Key] = _seed_key_fast
         self.sub_key: Callable[[int, int, int, int], Key] = _sub_key_rows
         # A substream's first block straight from its arguments (no key
-        # made), where that is the faster way; None: sub_key, first_block.
-        self.sub_first_block: Optional[Callable[[int, int, int, int], Sequence[int]]] = None
+        # made), where that is the faster way (a Words16); None: sub_key, first_block.
+        self.sub_first_block: Optional[Callable[[int, int, int, int], Any]] = None
 
 
 _IMPL: Final = _Implementation()
@@ -179,7 +179,9 @@ class Rng(object):
 
     ``_buf`` holds the words of the blocks generated so far that are not yet
     consumed, from ``_i`` on; ``_counter`` is the next block to generate.
-    Nothing is computed until the first draw: not the key, and for a
+    A session stream's first block, made on machine integers (compiled core:
+    ``native_first_block``), is a ``Words16``, read without boxing while
+    the draw fits in it.  Nothing is computed until the first draw: not the key, and for a
     ``substream`` not even the seed (``_sub`` keeps its arguments).
     """
 
@@ -300,6 +302,10 @@ class Rng(object):
     def next_u32(self) -> int:
         """The next 32-bit word."""
         i = self._i
+        b = self._buf
+        if isinstance(b, Words16) and i < 16:  # (a first block, unboxed)
+            self._i = i + 1
+            return b.word(i)
         try:
             v = self._buf[i]
         except IndexError:
@@ -313,6 +319,9 @@ class Rng(object):
         """The next two words, the first as the low half."""
         i = self._i
         b = self._buf
+        if isinstance(b, Words16) and i < 15:
+            self._i = i + 2
+            return b.u64(i)
         try:
             v = (b[i + 1] << 32) | b[i]
         except IndexError:
@@ -326,6 +335,9 @@ class Rng(object):
         """``random::<f64>()``: ``(next_u64 >> 11) * 2**-53``, in [0, 1)."""
         i = self._i
         b = self._buf
+        if isinstance(b, Words16) and i < 15:
+            self._i = i + 2
+            return b.f64(i)
         try:
             v = ((b[i + 1] << 21) | (b[i] >> 11)) * 1.1102230246251565e-16
         except IndexError:

@@ -332,7 +332,7 @@ class Substreams(object):
         # Where the implementation computes a substream's first block from
         # its arguments (compiled: machine integers), that is cheaper than
         # its share of a batch on wide integers.
-        self._one: Optional[Callable[[int, int, int, int], Sequence[int]]] = \
+        self._one: Optional[Callable[[int, int, int, int], Any]] = \
             _core._IMPL.sub_first_block
 
     def get(self, a: int) -> Rng:

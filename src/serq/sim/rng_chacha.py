@@ -11,7 +11,7 @@ for its first block and each refill of ``REFILL_BLOCKS`` blocks.
 """
 import operator
 import struct
-from typing import TYPE_CHECKING, Callable, Final, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Final, Iterator, List, Sequence, Tuple
 
 if TYPE_CHECKING:
     # Only in annotations of local variables (never evaluated at run time):
@@ -31,6 +31,85 @@ _C3: Final = 0x6B206574
 Key = Tuple[int, ...]
 
 
+class Words16(object):
+    """One block's 16 words as attributes (integers unboxed where mypyc
+    compiles this module, where a list would hold 16 boxed integers: a
+    session's stream keeps its first block so, rng.py ``Rng._buf``).  A
+    read-only sequence of the words; ``f64``/``u64`` read a pair at once."""
+
+    __slots__ = ("w0", "w1", "w2", "w3", "w4", "w5", "w6", "w7",
+                 "w8", "w9", "w10", "w11", "w12", "w13", "w14", "w15")
+
+    def __init__(self, w0: int, w1: int, w2: int, w3: int, w4: int, w5: int, w6: int,
+                 w7: int, w8: int, w9: int, w10: int, w11: int, w12: int, w13: int,
+                 w14: int, w15: int) -> None:
+        self.w0 = w0
+        self.w1 = w1
+        self.w2 = w2
+        self.w3 = w3
+        self.w4 = w4
+        self.w5 = w5
+        self.w6 = w6
+        self.w7 = w7
+        self.w8 = w8
+        self.w9 = w9
+        self.w10 = w10
+        self.w11 = w11
+        self.w12 = w12
+        self.w13 = w13
+        self.w14 = w14
+        self.w15 = w15
+
+    def word(self, i: int) -> int:
+        """Word ``i``, 0 <= i < 16 (a search on ``i``, not an index)."""
+        if i < 8:
+            if i < 4:
+                if i < 2:
+                    return self.w0 if i == 0 else self.w1
+                return self.w2 if i == 2 else self.w3
+            if i < 6:
+                return self.w4 if i == 4 else self.w5
+            return self.w6 if i == 6 else self.w7
+        if i < 12:
+            if i < 10:
+                return self.w8 if i == 8 else self.w9
+            return self.w10 if i == 10 else self.w11
+        if i < 14:
+            return self.w12 if i == 12 else self.w13
+        return self.w14 if i == 14 else self.w15
+
+    def u64(self, i: int) -> int:
+        """Words ``i`` and ``i + 1`` as one u64, the first the low half."""
+        return (self.word(i + 1) << 32) | self.word(i)
+
+    def f64(self, i: int) -> float:
+        """``random::<f64>()`` of the u64 at ``i``: its top 53 bits * 2**-53."""
+        return ((self.word(i + 1) << 21) | (self.word(i) >> 11)) * 1.1102230246251565e-16
+
+    def to_list(self) -> List[int]:
+        return [self.w0, self.w1, self.w2, self.w3, self.w4, self.w5, self.w6, self.w7,
+                self.w8, self.w9, self.w10, self.w11, self.w12, self.w13, self.w14, self.w15]
+
+    def __len__(self) -> int:
+        return 16
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.to_list())
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, int) and -16 <= i < 16:
+            return self.word(i if i >= 0 else i + 16)
+        return self.to_list()[i]  # (a slice; or the list's IndexError)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Words16):
+            return self.to_list() == other.to_list()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.to_list()))
+
+
 # ---------------------------------------------------------------------------
 # ChaCha12 blocks: plain 32-bit version
 
@@ -38,11 +117,11 @@ Key = Tuple[int, ...]
 def chacha12_block(key: Key, counter: int) -> List[int]:
     """One ChaCha12 block (16 words) for ``key`` (8 words) at ``counter``."""
     return chacha12_words(key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7],
-                          counter & _M32, (counter >> 32) & _M32)
+                          counter & _M32, (counter >> 32) & _M32).to_list()
 
 
 def chacha12_words(k0: "i64", k1: "i64", k2: "i64", k3: "i64", k4: "i64", k5: "i64",
-                   k6: "i64", k7: "i64", n0: "i64", n1: "i64") -> List[int]:
+                   k6: "i64", k7: "i64", n0: "i64", n1: "i64") -> "Words16":
     """The block of the key words ``k0``..``k7`` at the counter whose low
     and high words are ``n0`` and ``n1``.
 
@@ -104,12 +183,11 @@ def chacha12_words(k0: "i64", k1: "i64", k2: "i64", k3: "i64", k4: "i64", k5: "i
         x9 = (x9 + x14) & M; x4 ^= x9; x4 = ((x4 << 12) & M) | (x4 >> 20)
         x3 = (x3 + x4) & M; x14 ^= x3; x14 = ((x14 << 8) & M) | (x14 >> 24)
         x9 = (x9 + x14) & M; x4 ^= x9; x4 = ((x4 << 7) & M) | (x4 >> 25)
-    return [
+    return Words16(
         (x0 + _C0) & M, (x1 + _C1) & M, (x2 + _C2) & M, (x3 + _C3) & M,
         (x4 + k0) & M, (x5 + k1) & M, (x6 + k2) & M, (x7 + k3) & M,
         (x8 + k4) & M, (x9 + k5) & M, (x10 + k6) & M, (x11 + k7) & M,
-        (x12 + n0) & M, (x13 + n1) & M, x14, x15,
-    ]
+        (x12 + n0) & M, (x13 + n1) & M, x14, x15)
 
 
 def _blocks_scalar(key: Key, counter: int, n: int) -> List[int]:

@@ -7,9 +7,9 @@ is the same unrolled, and ``_key_s64``/``_sub_key_s64`` the same on signed
 64-bit machine integers (PyPy's wrapping operations).  rng.py picks which
 (``use_implementation``).
 """
-from typing import TYPE_CHECKING, Any, Callable, Final, List, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Final, Tuple
 
-from .rng_chacha import _M32, _M64, Key, chacha12_words
+from .rng_chacha import _M32, _M64, Key, Words16, chacha12_words
 
 if TYPE_CHECKING:
     # machine integers where mypyc compiles this module (see the end)
@@ -225,11 +225,12 @@ def _mix_step(xh: "i64", xl: "i64", v: int) -> "Tuple[i64, i64]":
     return xh ^ (xh >> 31), xl ^ (((xl >> 31) | (xh << 1)) & _M32)
 
 
-def native_first_block(seed: int, a: int, b: int, c: int) -> List[int]:
+def native_first_block(seed: int, a: int, b: int, c: int) -> Words16:
     """``chacha12_block(seed_key(substream_seed(seed, a, b, c)), 0)`` on
     machine integers: a session stream's first block, computed at once.
     (The key's words stay in locals, not a list, which compiled would box
-    each of them; the helpers' tuples of ``i64`` are returned unboxed.)"""
+    each of them; the helpers' tuples of ``i64`` are returned unboxed; the
+    words stay unboxed too, in a ``Words16``.)"""
     xh: i64 = (seed >> 32) & _M32
     xl: i64 = seed & _M32
     xh, xl = _mix_step(xh, xl, a)
