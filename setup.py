@@ -23,6 +23,7 @@ from setuptools.command.build_ext import build_ext
 CORE = [
     "serq/sim/arith.py",
     "serq/sim/rng.py",
+    "serq/sim/samples.py",
     "serq/sim/rng_chacha.py",
     "serq/sim/rng_seed.py",
     "serq/sim/rng_batch.py",

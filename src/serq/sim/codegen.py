@@ -22,6 +22,7 @@ from . import dist, xdist
 from .arith import CTX_FIELD, MATH1, MATH2, fdiv, fmt
 from . import stages
 from .stages import Fifo, Job
+from .samples import FLUSH
 
 #: Where the core is compiled (mypyc), a call into it costs less than the
 #: attribute reads of the same steps written inline in the generated
@@ -292,12 +293,15 @@ class BlockWriter(ExprWriter):
         if NATIVE_CORE:
             w(ind + "%s.take(v, s, _sim)" % name)
             return
-        w(ind + "%s.all_values.append(v)" % name)
+        # (Observation.take, written out)
+        w(ind + "%s.p_all.append(v)" % name)
         w(ind + "if _sim.warm:")
-        w(ind + "    %s.values.append(v)" % name)
-        w(ind + "    %s.times.append(_sim.now)" % name)
-        w(ind + "    %s.sessions.append(s.serial)" % name)
-        w(ind + "    %s.turns.append(int(a[%d]))" % (name, self.prog.slots[2]))
+        w(ind + "    %s.p_values.append(v)" % name)
+        w(ind + "    %s.p_times.append(_sim.now)" % name)
+        w(ind + "    %s.p_sessions.append(s.serial)" % name)
+        w(ind + "    %s.p_turns.append(int(a[%d]))" % (name, self.prog.slots[2]))
+        w(ind + "if len(%s.p_all) >= %d:" % (name, FLUSH))
+        w(ind + "    %s.flush()" % name)
 
     # ------------------------------------------------------------- module
 

@@ -12,17 +12,16 @@ loop and checks the end.
 ``run(program)`` returns a ``RunResult`` with everything the report needs.
 """
 import heapq
-from array import array
 import math
 import time
 from typing import Any, Dict, List, Set, cast
 
 from ..errors import RunError
 from ..ir import nodes as ir
-from ..report.stats import RunningSummary
 from .clock import check_memory, interrupts
 from . import rng as streams
 from .rng_batch import StatementStreams, WorkloadStreams
+from .samples import Observation, RunningObservation
 from .exprs import Compiler, fmt
 from .fold import prepare as prepare_fold
 from .session import Interpreter, Session
@@ -32,53 +31,6 @@ from .step import Step
 from .timeavg import GaugeTrace
 
 _heappush = heapq.heappush
-
-
-class Observation(object):
-    __slots__ = ("name", "values", "times", "sessions", "turns", "all_values", "turn_slot")
-    running = False
-
-    def __init__(self, name: str, turn_slot: int) -> None:
-        # Machine arrays, not lists: 8 bytes a sample in each, where a list
-        # holds a pointer to a 24-byte float (or a 28-byte int) — a kept
-        # sample cost some 116 bytes, against the reference's 16.
-        self.name = name
-        self.values: Any = array("d")
-        self.times: Any = array("d")
-        self.sessions: Any = array("q")
-        self.turns: Any = array("q")
-        self.all_values: Any = array("d")  # warm-up included, for the `at end` aggregates
-        self.turn_slot = turn_slot  # (the attribute slot of the session's turn)
-
-    def take(self, value: float, s: Session, sim: "Simulator") -> None:
-        """A sample of session ``s`` at ``sim.now`` (``Simulator.observe``;
-        the generated session code calls this where the core is compiled)."""
-        self.all_values.append(value)
-        if sim.warm:
-            self.values.append(value)
-            self.times.append(sim.now)
-            self.sessions.append(s.serial)
-            self.turns.append(int(s.a[self.turn_slot]))
-
-
-class RunningObservation(object):
-    """``--no-samples``: the samples after warm-up go into running statistics
-    (report/stats.py ``RunningSummary``) and are dropped; ``all_values`` is
-    kept only for an observation that an aggregate reads."""
-    __slots__ = ("name", "summary", "all_values", "keep_all")
-    running = True
-
-    def __init__(self, name, keep_all):
-        self.name = name
-        self.summary = RunningSummary()
-        self.all_values = array("d")
-        self.keep_all = keep_all
-
-    def add(self, value, warm):
-        if self.keep_all:
-            self.all_values.append(value)
-        if warm:
-            self.summary.add(value)
 
 
 def aggregated_observations(prog):

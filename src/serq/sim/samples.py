@@ -1,0 +1,135 @@
+"""The samples of each ``observe``: what the report's observations read.
+
+``Observation`` keeps every sample after warm-up with its time, session
+and turn, and every value (warm-up included) for the ``at end``
+aggregates.  They are kept in machine arrays (8 bytes a sample in each,
+where a list would hold a pointer to a 24-byte float or a 28-byte int: a
+kept sample cost some 116 bytes, against the reference's 16).  Appending
+to an array one value at a time is slow, though (each append parses its
+argument), so samples first go into short lists, moved into the arrays
+``FLUSH`` at a time; reading ``values``, ``times``, ``sessions``,
+``turns`` or ``all_values`` moves what is pending first, so a reader sees
+every sample in order.
+
+``RunningObservation`` is ``--no-samples``: the samples after warm-up go
+into running statistics (report/stats.py ``RunningSummary``) and are
+dropped.
+"""
+import struct
+from array import array
+from typing import TYPE_CHECKING, Any, Final, List
+
+from ..report.stats import RunningSummary
+
+if TYPE_CHECKING:
+    # (only annotations: codegen, which session and clock import, imports this)
+    from .session import Session
+    from .timeavg import TimeAverages
+
+#: Samples pending in the lists before they are moved into the arrays.
+FLUSH: Final = 512
+
+
+class Observation(object):
+    """The samples of one ``observe`` (see the module's docstring)."""
+
+    __slots__ = ("name", "turn_slot", "_values", "_times", "_sessions", "_turns", "_all",
+                 "p_values", "p_times", "p_sessions", "p_turns", "p_all")
+    running = False
+
+    def __init__(self, name: str, turn_slot: int) -> None:
+        self.name = name
+        self.turn_slot = turn_slot  # (the attribute slot of the session's turn)
+        self._values: Any = array("d")
+        self._times: Any = array("d")
+        self._sessions: Any = array("q")
+        self._turns: Any = array("q")
+        self._all: Any = array("d")  # warm-up included, for the `at end` aggregates
+        # pending, in the order taken (the generated session code of the
+        # interpreted core appends to these itself, then calls ``flush``
+        # at ``FLUSH``)
+        self.p_values: List[float] = []
+        self.p_times: List[float] = []
+        self.p_sessions: List[int] = []
+        self.p_turns: List[int] = []
+        self.p_all: List[float] = []
+
+    def take(self, value: float, s: "Session", sim: "TimeAverages") -> None:
+        """A sample of session ``s`` at ``sim.now`` (``Simulator.observe``;
+        the generated session code calls this where the core is compiled)."""
+        pending = self.p_all
+        pending.append(value)
+        if sim.warm:
+            self.p_values.append(value)
+            self.p_times.append(sim.now)
+            self.p_sessions.append(s.serial)
+            self.p_turns.append(int(s.a[self.turn_slot]))
+        if len(pending) >= FLUSH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Move the pending samples into the arrays."""
+        _move(self.p_all, self._all, "d")
+        _move(self.p_values, self._values, "d")
+        _move(self.p_times, self._times, "d")
+        _move(self.p_sessions, self._sessions, "q")
+        _move(self.p_turns, self._turns, "q")
+
+    @property
+    def values(self) -> Any:
+        """The values after warm-up (an ``array("d")``)."""
+        self.flush()
+        return self._values
+
+    @property
+    def times(self) -> Any:
+        """When each value after warm-up was taken."""
+        self.flush()
+        return self._times
+
+    @property
+    def sessions(self) -> Any:
+        """The serial of the session that took each value after warm-up."""
+        self.flush()
+        return self._sessions
+
+    @property
+    def turns(self) -> Any:
+        """The session's turn when it took each value after warm-up."""
+        self.flush()
+        return self._turns
+
+    @property
+    def all_values(self) -> Any:
+        """Every value, warm-up included."""
+        self.flush()
+        return self._all
+
+
+def _move(pending: List[Any], into: Any, code: str) -> None:
+    """Append ``pending`` to the array ``into`` (of type ``code``) and empty
+    it: packed as bytes at once, without the array's parse of each value."""
+    n = len(pending)
+    if n:
+        into.frombytes(struct.pack("%d%s" % (n, code), *pending))
+        pending.clear()
+
+
+class RunningObservation(object):
+    """``--no-samples``: the samples after warm-up go into running statistics
+    (report/stats.py ``RunningSummary``) and are dropped; ``all_values`` is
+    kept only for an observation that an aggregate reads."""
+    __slots__ = ("name", "summary", "all_values", "keep_all")
+    running = True
+
+    def __init__(self, name: str, keep_all: bool) -> None:
+        self.name = name
+        self.summary = RunningSummary()
+        self.all_values: Any = array("d")
+        self.keep_all = keep_all
+
+    def add(self, value: float, warm: bool) -> None:
+        if self.keep_all:
+            self.all_values.append(value)
+        if warm:
+            self.summary.add(value)
