@@ -25,10 +25,11 @@ def _simulator(tmp_path):
     return Simulator(compile_program(str(path)))
 
 
+@pytest.mark.parametrize("keep_all", [True, False])
 @pytest.mark.parametrize("count", [0, 1, samples.FLUSH - 1, samples.FLUSH, 3 * samples.FLUSH + 7])
-def test_take_keeps_every_sample_in_order(tmp_path, count):
+def test_take_keeps_every_sample_in_order(tmp_path, count, keep_all):
     sim = _simulator(tmp_path)
-    o = samples.Observation("x", 0)
+    o = samples.Observation("x", 0, keep_all)
     want = {"all": [], "values": [], "times": [], "sessions": [], "turns": []}
     reads = []
     for k in range(count):
@@ -37,7 +38,8 @@ def test_take_keeps_every_sample_in_order(tmp_path, count):
         s = Session(1000 + k, [float(k % 7)], None)
         v = k * 1.25 - 3.0
         o.take(v, s, sim)
-        want["all"].append(v)
+        if keep_all:  # (only for an observation an `at end` aggregate reads)
+            want["all"].append(v)
         if sim.warm:
             want["values"].append(v)
             want["times"].append(sim.now)
@@ -53,19 +55,27 @@ def test_take_keeps_every_sample_in_order(tmp_path, count):
     assert o.turns == array("q", want["turns"])
     assert not o.p_all and not o.p_values  # (read: nothing is pending)
     for n, values in reads:
-        assert values == want["values"][:len(values)] and n == len(want["all"][:n])
+        assert values == want["values"][:len(values)] and n <= len(want["all"])
 
 
-def test_a_run_keeps_each_sessions_sample(tmp_path):
+@pytest.mark.parametrize("aggregate", [False, True])
+def test_a_run_keeps_each_sessions_sample(tmp_path, aggregate):
     # the generated code's samples (written out on the interpreted core,
     # Observation.take on the compiled one): one a session ended after the
-    # warm-up, in the order of their times
-    sim = _simulator(tmp_path)
+    # warm-up, in the order of their times; every value only where an
+    # `at end` aggregate reads them
+    path = tmp_path / "p.sq"
+    path.write_text(PROGRAM.replace("run {", "claim many : at end (count(response) > 100);\nrun {")
+                    if aggregate else PROGRAM)
+    sim = Simulator(compile_program(str(path)))
     sim.run()
     o = sim.observations[0]
     assert len(o.values) > 3 * samples.FLUSH
     assert len(o.values) == len(o.times) == len(o.sessions) == len(o.turns)
-    assert len(o.all_values) > len(o.values)
     assert list(o.times) == sorted(o.times) and min(o.times) >= 300.0
     assert len(set(o.sessions)) == len(o.sessions)
-    assert list(o.values) == list(o.all_values)[len(o.all_values) - len(o.values):]
+    if aggregate:
+        assert len(o.all_values) > len(o.values)
+        assert list(o.values) == list(o.all_values)[len(o.all_values) - len(o.values):]
+    else:
+        assert len(o.all_values) == 0

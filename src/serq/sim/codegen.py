@@ -294,14 +294,18 @@ class BlockWriter(ExprWriter):
             w(ind + "%s.take(v, s, _sim)" % name)
             return
         # (Observation.take, written out)
-        w(ind + "%s.p_all.append(v)" % name)
+        if o.keep_all:
+            w(ind + "%s.p_all.append(v)" % name)
         w(ind + "if _sim.warm:")
         w(ind + "    %s.p_values.append(v)" % name)
         w(ind + "    %s.p_times.append(_sim.now)" % name)
         w(ind + "    %s.p_sessions.append(s.serial)" % name)
         w(ind + "    %s.p_turns.append(int(a[%d]))" % (name, self.prog.slots[2]))
-        w(ind + "if len(%s.p_all) >= %d:" % (name, FLUSH))
-        w(ind + "    %s.flush()" % name)
+        w(ind + "    if len(%s.p_values) >= %d:" % (name, FLUSH))
+        w(ind + "        %s.flush()" % name)
+        if o.keep_all:
+            w(ind + "elif len(%s.p_all) >= %d:" % (name, FLUSH))
+            w(ind + "    %s.flush()" % name)
 
     # ------------------------------------------------------------- module
 

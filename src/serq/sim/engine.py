@@ -172,12 +172,13 @@ class Simulator(Settle):
             if st.memory is not None:
                 self.memory_of.setdefault(st.memory, []).append(st)
         self.observations: List[Any]
+        agg = aggregated_observations(prog)  # (every value is kept only for these)
         if no_samples:  # `serq run --no-samples`: running statistics only
-            agg = aggregated_observations(prog)
             self.observations = [RunningObservation(n, i in agg)
                                  for i, n in enumerate(prog.observes)]
         else:
-            self.observations = [Observation(n, prog.slots[2]) for n in prog.observes]
+            self.observations = [Observation(n, prog.slots[2], i in agg)
+                                 for i, n in enumerate(prog.observes)]
         self.interp = Interpreter(self, prog, self.compiler)
         self.session_block = self.interp.gens[prog.session]
         self.init_code = self.interp.code[prog.init]

@@ -304,8 +304,9 @@ class Rng(object):
         i = self._i
         b = self._buf
         if isinstance(b, Words16) and i < 16:  # (a first block, unboxed)
+            w: Words16 = b  # (typed: a native call)
             self._i = i + 1
-            return b.word(i)
+            return w.word(i)
         try:
             v = self._buf[i]
         except IndexError:
@@ -320,8 +321,9 @@ class Rng(object):
         i = self._i
         b = self._buf
         if isinstance(b, Words16) and i < 15:
+            w: Words16 = b
             self._i = i + 2
-            return b.u64(i)
+            return w.u64(i)
         try:
             v = (b[i + 1] << 32) | b[i]
         except IndexError:
@@ -336,8 +338,9 @@ class Rng(object):
         i = self._i
         b = self._buf
         if isinstance(b, Words16) and i < 15:
+            w: Words16 = b
             self._i = i + 2
-            return b.f64(i)
+            return w.f64(i)
         try:
             v = ((b[i + 1] << 21) | (b[i] >> 11)) * 1.1102230246251565e-16
         except IndexError:

@@ -33,18 +33,21 @@ FLUSH: Final = 512
 class Observation(object):
     """The samples of one ``observe`` (see the module's docstring)."""
 
-    __slots__ = ("name", "turn_slot", "_values", "_times", "_sessions", "_turns", "_all",
-                 "p_values", "p_times", "p_sessions", "p_turns", "p_all")
+    __slots__ = ("name", "turn_slot", "keep_all", "_values", "_times", "_sessions", "_turns",
+                 "_all", "p_values", "p_times", "p_sessions", "p_turns", "p_all")
     running = False
 
-    def __init__(self, name: str, turn_slot: int) -> None:
+    def __init__(self, name: str, turn_slot: int, keep_all: bool = True) -> None:
         self.name = name
         self.turn_slot = turn_slot  # (the attribute slot of the session's turn)
+        # whether every value is kept, warm-up included: only for an
+        # observation that an `at end` aggregate reads (engine.py)
+        self.keep_all = keep_all
         self._values: Any = array("d")
         self._times: Any = array("d")
         self._sessions: Any = array("q")
         self._turns: Any = array("q")
-        self._all: Any = array("d")  # warm-up included, for the `at end` aggregates
+        self._all: Any = array("d")  # warm-up included (``keep_all``)
         # pending, in the order taken (the generated session code of the
         # interpreted core appends to these itself, then calls ``flush``
         # at ``FLUSH``)
@@ -57,14 +60,18 @@ class Observation(object):
     def take(self, value: float, s: "Session", sim: "TimeAverages") -> None:
         """A sample of session ``s`` at ``sim.now`` (``Simulator.observe``;
         the generated session code calls this where the core is compiled)."""
-        pending = self.p_all
-        pending.append(value)
+        if self.keep_all:
+            self.p_all.append(value)
         if sim.warm:
-            self.p_values.append(value)
+            pending = self.p_values
+            pending.append(value)
             self.p_times.append(sim.now)
             self.p_sessions.append(s.serial)
-            self.p_turns.append(int(s.a[self.turn_slot]))
-        if len(pending) >= FLUSH:
+            turn: float = s.a[self.turn_slot]
+            self.p_turns.append(int(turn))
+            if len(pending) >= FLUSH:
+                self.flush()
+        elif len(self.p_all) >= FLUSH:
             self.flush()
 
     def flush(self) -> None:
@@ -101,7 +108,7 @@ class Observation(object):
 
     @property
     def all_values(self) -> Any:
-        """Every value, warm-up included."""
+        """Every value, warm-up included (empty unless ``keep_all``)."""
         self.flush()
         return self._all
 
