@@ -19,6 +19,7 @@ from ..report.stats import TimeAverage, Welford, replay_pieces
 
 if TYPE_CHECKING:
     from .engine import Simulator
+    from .session import Session  # (session -> codegen -> this module)
 
 EPS: Final = 1e-9
 _heappush = heapq.heappush
@@ -30,8 +31,8 @@ class Job(object):
 
     __slots__ = ("session", "work", "arrived", "started")
 
-    def __init__(self, session: Any, work: float, now: float) -> None:
-        self.session: Any = session
+    def __init__(self, session: "Optional[Session]", work: float, now: float) -> None:
+        self.session = session
         self.work: float = work
         self.arrived: float = now
         self.started: float = now
@@ -175,6 +176,8 @@ class Fifo(Stage):
         self.serving = 0
         self.waiting: Deque[Job] = deque()
         self.in_service: Dict[int, Job] = {}  # job id -> job
+        # ``self.finish`` made once (not a bound method per job)
+        self.on_finish: Callable[[Job], None] = self.finish
 
     def present(self) -> int:
         return self.serving + len(self.waiting)
@@ -182,7 +185,7 @@ class Fifo(Stage):
     def busy(self) -> float:
         return float(self.serving)
 
-    def submit(self, session: Any, work: float) -> None:
+    def submit(self, session: "Optional[Session]", work: float) -> None:
         sim = self.sim
         now = sim.now
         job = Job(session, work, now)
@@ -212,13 +215,16 @@ class Fifo(Stage):
         self.in_service[id(job)] = job
         sim = self.sim
         sim.seq += 1  # sim.schedule(t, self.finish, job), inlined
-        _heappush(sim.heap, (t, sim.seq, self.finish, job))
+        _heappush(sim.heap, (t, sim.seq, self.on_finish, job))
 
     def finish(self, job: Job) -> None:
         sim = self.sim
         now = sim.now
-        if self.in_service.pop(id(job), None) is None:
+        key = id(job)
+        in_service = self.in_service
+        if key not in in_service:
             return  # withdrawn
+        del in_service[key]
         self.serving -= 1
         sim.touched.add(self)
         if self.waiting:
