@@ -47,13 +47,13 @@ stage, a resident joining or leaving it (``Step.submit_step``,
 loop about to take one of its iteration ends (``sync_top``) and the run's
 end (``stop_all``).
 """
-import heapq
+from heapq import heappop, heappush  # (module globals: no attribute read per call)
 import time
 from typing import TYPE_CHECKING, Any, Dict, Final, List, Optional, Tuple
 
 from ..ir import nodes as ir
 from ..report.stats import TimeAverage
-from .holds import try_grow
+from .holds import HoldRun, try_grow
 from .pools import EPS, Pool, round_up
 from .step import Step
 from .step_plan import StepJob
@@ -172,7 +172,7 @@ class Folding(object):
                 g = self.jobs[k].grow
                 if g is not None:
                     run, i = g
-                    heapq.heappush(self.grows, (int(run.alloc[i] - self.pos0[k]), k))
+                    heappush(self.grows, (int(run.alloc[i] - self.pos0[k]), k))
         if st.cost_totals:
             self.mem = [st.memory_of(j.session) for j in self.jobs]
         return True
@@ -187,7 +187,7 @@ class Folding(object):
                 return False
         return True
 
-    def grow_now(self) -> Optional[List[Tuple[int, Any, int, float]]]:
+    def grow_now(self) -> Optional[List[Tuple[int, HoldRun, int, float]]]:
         """The growths of the iteration starting now, in serving order, or
         None if one of them would not fit (the general path decides)."""
         grows = self.grows
@@ -196,7 +196,7 @@ class Folding(object):
             return []
         pool = self.pool
         assert pool is not None  # (a growing resident set the stretch's pool)
-        due: List[Tuple[int, Any, int, float]] = []
+        due: List[Tuple[int, HoldRun, int, float]] = []
         used = pool.used
         reserved = pool.reserved
         # (in resident order: the entries due are (k, idx), one per resident)
@@ -236,10 +236,10 @@ class Folding(object):
         grows = self.grows
         k = self.starts
         while grows and grows[0][0] <= k:
-            heapq.heappop(grows)
+            heappop(grows)
         for idx, run, i, need in due:
             try_grow(run, i, need)
-            heapq.heappush(grows, (int(run.alloc[i] - self.pos0[idx]), idx))
+            heappush(grows, (int(run.alloc[i] - self.pos0[idx]), idx))
             if st.cost_totals:
                 self.mem[idx] = st.memory_of(self.jobs[idx].session)
         self.starts += 1
@@ -423,7 +423,7 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
             break
         if gauges and t > sim.now:
             sim.read_gauges()
-        heapq.heappop(heap)
+        heappop(heap)
         sim.now = t
         sim.events += 1
         if f is not None and (sim.ready or sim.changed or sim.pool_watch

@@ -8,31 +8,33 @@ from the entry with the smallest key.
 
 Amounts are floats compared with a tolerance of 1e-9, as in the reference.
 """
-import heapq
+from heapq import heapify, heappop, heappush  # (module globals: no attribute read per call)
 import math
-from typing import Any, Dict, Final, List, Optional, Tuple
+from typing import Any, Dict, Final, List, Optional, Set, Tuple
 
 from ..report.stats import TimeAverage, Welford, replay_pieces
 
 EPS: Final = 1e-9
 
 
-def round_up(x, block):
+def round_up(x: float, block: Optional[float]) -> float:
     if not block:
         return x
     q = x / block
     if q - q != 0.0:  # inf or NaN: its own ceiling, as in IEEE (1e300 in
         return q * block  # blocks of 1e-300 is inf, as in 0.1.3)
-    return math.ceil(q) * block
+    # (a finite float's ceiling is a float exactly: the product is the same
+    # as of the integer)
+    return float(math.ceil(q)) * block
 
 
-def round_down(x, block):
+def round_down(x: float, block: Optional[float]) -> float:
     if not block:
         return x
     q = x / block
     if q - q != 0.0:
         return q * block
-    return math.floor(q) * block
+    return float(math.floor(q)) * block
 
 
 class CacheEntry(object):
@@ -140,11 +142,15 @@ class Pool(object):
     blocked: bool
     synced: int
     sim: Any
+    touched: Set[Any]
     evict_keys: Any
     spill: Any
 
     def __init__(self, sim, index, decl, compiler):
         self.sim = sim
+        # the simulator's set of what changed in this event (the same set
+        # all run long: read once, not through the untyped ``sim``)
+        self.touched = sim.touched
         self.index = index
         self.name = decl.name
         self.member = decl.index
@@ -285,11 +291,11 @@ class Pool(object):
                 e.session = None
                 self.dead.append(e)
                 self.cached -= limit
-                self.sim.touched.add(self)
+                self.touched.add(self)
                 return limit
         e.member = False
         self.cached -= units
-        self.sim.touched.add(self)
+        self.touched.add(self)
         return units
 
     def keep(self, session, units):
@@ -300,7 +306,7 @@ class Pool(object):
         if old is not None:
             old.member = False
             self.cached -= old.units
-            self.sim.touched.add(self)
+            self.touched.add(self)
         if self.used + self.cached + units > self.cap + EPS:
             # The pool invariant (used + cached <= cap, the seed's pool page)
             # before what 0.1.3 does: a hold that consumed a cached prefix
@@ -320,14 +326,14 @@ class Pool(object):
         self.entries[session.serial] = e
         self.join_lru(e)
         self.cached += units
-        sim.touched.add(self)
+        self.touched.add(self)
 
     def drop(self, serial):
         e = self.entries.pop(serial, None)
         if e is not None:
             e.member = False
             self.cached -= e.units
-            self.sim.touched.add(self)
+            self.touched.add(self)
 
     def own(self, serial):
         e = self.entries.get(serial)
@@ -349,10 +355,10 @@ class Pool(object):
         """``e`` is a member with a new seq: its item in the LRU heap."""
         e.member = True
         lru = self.lru
-        heapq.heappush(lru, (e.seq, e))  # (seqs are unique: entries never compare)
+        heappush(lru, (e.seq, e))  # (seqs are unique: entries never compare)
         if len(lru) > 64 + 2 * (len(self.entries) + len(self.dead)):
             lru[:] = [(m.seq, m) for m in list(self.entries.values()) + self.dead]
-            heapq.heapify(lru)
+            heapify(lru)
 
     def victim_entry(self) -> CacheEntry:
         if self.evict_keys is None:
@@ -364,7 +370,7 @@ class Pool(object):
                 seq, e = lru[0]
                 if e.member and e.seq == seq:
                     return e
-                heapq.heappop(lru)
+                heappop(lru)
             raise AssertionError("a pool with cached entries has no LRU victim")
         entries = list(self.entries.values()) + self.dead
         best: Any = None
@@ -387,7 +393,7 @@ class Pool(object):
         st = self.stats
         e.units -= piece
         self.cached -= piece
-        self.sim.touched.add(self)
+        self.touched.add(self)
         st.evicted_units += piece
         if self.sim.trace_evict is not None:
             self.sim.trace_evict(self, e, piece)
@@ -449,14 +455,14 @@ class Pool(object):
         mine.seq = sim.release_seq
         self.join_lru(mine)
         self.cached += piece
-        sim.touched.add(self)
+        self.touched.add(self)
 
     # ------------------------------------------------------------- holders
 
     def remove_holder(self, session):
         if session in self.holders:
             self.holders = [h for h in self.holders if h is not session]
-            self.sim.touched.add(self)
+            self.touched.add(self)
 
 
 def total_key(v):

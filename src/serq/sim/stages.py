@@ -11,7 +11,7 @@ set changes, through a virtual time and finish tags (equal tags finish in
 start order, one per event); ``delay`` finishes every job ``work`` after it
 starts.
 """
-import heapq
+from heapq import heapify, heappop, heappush  # (module globals: no attribute read per call)
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Final, List, Optional, Set, Tuple
 
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from .session import Session  # (session -> codegen -> this module)
 
 EPS: Final = 1e-9
-_heappush = heapq.heappush
 
 
 class Job(object):
@@ -215,7 +214,7 @@ class Fifo(Stage):
         self.in_service[id(job)] = job
         sim = self.sim
         sim.seq += 1  # sim.schedule(t, self.finish, job), inlined
-        _heappush(sim.heap, (t, sim.seq, self.on_finish, job))
+        heappush(sim.heap, (t, sim.seq, self.on_finish, job))
 
     def finish(self, job: Job) -> None:
         sim = self.sim
@@ -325,7 +324,7 @@ class Ps(Stage):
         job = Job(session, work, now)
         self.seq += 1
         entry = (self.v + work, self.seq, job)
-        heapq.heappush(self.tags, entry)
+        heappush(self.tags, entry)
         self.changed = True
         self.sim.mark_changed(self)
         if session is not None:
@@ -335,7 +334,7 @@ class Ps(Stage):
         if entry in self.tags:
             self._advance(self.sim.now)
             self.tags.remove(entry)
-            heapq.heapify(self.tags)
+            heapify(self.tags)
             self.changed = True
             self.sim.mark_changed(self)
 
@@ -371,12 +370,12 @@ class Ps(Stage):
         tags = self.tags
         entry = self.next
         if tags[0] is entry:
-            heapq.heappop(tags)
+            heappop(tags)
         elif entry is not None and entry in tags:
             tags.remove(entry)
-            heapq.heapify(tags)
+            heapify(tags)
         else:
-            entry = heapq.heappop(tags)
+            entry = heappop(tags)
         tag, _, job = entry
         self.v = max(self.v, tag)
         self.changed = True

@@ -243,10 +243,16 @@ class Step(Stage):
             plan = Plan(self, B, C)
             saved = list(sim.registers)
             self.run_body(plan, self.body)
-        assigned = [(j, t) for j, t in plan.assigned if not j.gone]
-        for j, t in assigned:
-            if j.grow is not None:
-                run, i = j.grow
+        assigned: List[Any] = []
+        j: StepJob
+        t: float
+        for j, t in plan.assigned:  # (typed: native reads of the job and its growth)
+            if j.gone:
+                continue
+            assigned.append((j, t))
+            g = j.grow
+            if g is not None:
+                run, i = g
                 run.pos[i] += t
                 run.grown[i] = True
         if not assigned and not self.preempted_now:
