@@ -294,10 +294,14 @@ def _count(buckets: Dict[Any, List[Any]], key: Any, x: float, k: int) -> None:
     if c is None:
         buckets[key] = [k, x, x]
     else:
-        c[0] += k
-        if x < c[1]:
+        # (typed reads: compiled, the item operations are native)
+        n: int = c[0]
+        lo: float = c[1]
+        hi: float = c[2]
+        c[0] = n + k
+        if x < lo:
             c[1] = x
-        if x > c[2]:
+        if x > hi:
             c[2] = x
 
 

@@ -159,7 +159,7 @@ class Simulator(Settle):
         # running iteration and work (``pending``) is in it (a stage joins
         # where it gains work or its iteration ends), so the settle looks at
         # these, not at every step stage (settle.plan_steps).
-        self.may_plan: Set[Any] = set()
+        self.may_plan: Set[Step] = set()
         # a step stage's admissions may start ps jobs: then the declaration
         # order of the settle's stage loop matters (reschedule_changed)
         self.steps_and_ps = bool(self.steps) and any(st.kind == "ps" for st in self.stages)

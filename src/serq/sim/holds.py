@@ -70,11 +70,11 @@ def try_grow(run: HoldRun, i: int, need: float) -> bool:
         raise infinite_units(p, run)
     p.make_room(need)
     p.used += need
-    p.sim.touched.add(p)
-    run.alloc[i] += need
+    p.touched.add(p)
+    run.alloc[i] = run.alloc[i] + need  # (not `+=`: compiled, that adds boxed)
     if run.reserve[i] > 0.0:
         take = min(run.reserve[i], need)
-        run.reserve[i] -= take
+        run.reserve[i] = run.reserve[i] - take
         p.reserved -= take
     return True
 
@@ -305,7 +305,7 @@ class HoldOps(object):
             raise self.sim.error(s, op[-1], "`load`: the hold has %s allocated and %s computed; "
                                  "a load must fit the allocation (grow first)"
                                  % (fmt(run.alloc[i]), fmt(run.pos[i])))
-        run.pos[i] += n
+        run.pos[i] = run.pos[i] + n
         run.grown[i] = True
 
     def run_release(self, s, op):

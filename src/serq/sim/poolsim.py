@@ -350,7 +350,7 @@ class PoolSim(TimeAverages):
                 # those tokens were never served (feature map §12, item 11).
                 job = entry[4]
                 job.stalled = False
-                run.pos[i] += job.pending
+                run.pos[i] = run.pos[i] + job.pending  # (not `+=`: compiled, that adds boxed)
                 continue
             s.cancel = None
             self.make_ready(s)

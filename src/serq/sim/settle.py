@@ -19,12 +19,13 @@ from .exprs import fmt
 from .holds import Rejected
 from .poolsim import PoolSim, walk_in_order
 from .session import AGAIN, EndSession, Session
+from .step import Step
 from .timeavg import TICKS_KEPT
 
 READY_LIMIT = 1000
 
 
-def _plan(st):
+def _plan(st: Step) -> bool:
     """``plan_steps`` for one stage: it plans if it has work and no
     iteration; whether it still has work and no iteration."""
     if st.running is None and st.pending():
@@ -35,7 +36,7 @@ def _plan(st):
 class Settle(PoolSim):
     # Set by the simulator (engine.py), declared here so that the compiled
     # settle reads them as fields
-    may_plan: Set[Any]
+    may_plan: Set[Step]
     steps_and_ps: bool
     check_invariants: Any
     flows: Any

@@ -447,9 +447,9 @@ class SharedStage(Stage):
     kind = "shared"
 
     def __init__(self, sim: Any, index: int, name: str, member: Optional[int],
-                 cap: Any) -> None:
+                 cap: float) -> None:
         Stage.__init__(self, sim, index, name, member)
-        self.cap = cap
+        self.cap = cap  # (a number of the IR: a float)
         self.flows: Dict[int, Flow] = {}  # flow id -> flow, in start order
 
     def present(self) -> int:

@@ -253,7 +253,7 @@ class Step(Stage):
             g = j.grow
             if g is not None:
                 run, i = g
-                run.pos[i] += t
+                run.pos[i] = run.pos[i] + t  # (not `+=`: compiled, that adds boxed)
                 run.grown[i] = True
         if not assigned and not self.preempted_now:
             self.idle_with_work = self.pending()
@@ -534,7 +534,7 @@ class Step(Stage):
             g = j.grow
             if g is not None:
                 run, i = g
-                run.pos[i] += t
+                run.pos[i] = run.pos[i] + t  # (not `+=`: compiled, that adds boxed)
                 run.grown[i] = True
             ntok += t
             ndec += 1.0
