@@ -105,8 +105,8 @@ def _second_time(heap: List[Any]) -> float:
     """The time of the event after the heap's first (inf if none)."""
     n = len(heap)
     if n > 2:
-        a = heap[1][0]
-        b = heap[2][0]
+        a: float = heap[1][0]  # (typed: the comparison is native)
+        b: float = heap[2][0]
         return a if a < b else b
     if n == 2:
         return heap[1][0]
@@ -417,7 +417,7 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
         f = folds.get(st.index)
         if f is None and not (st.fold_ok and st.decode_launch and st.residents):
             break
-        t = entry[0]
+        t: float = entry[0]
         if t > horizon or not _second_time(heap) > t or sim.stop_requested or (
                 max_events is not None and sim.events >= max_events):
             break

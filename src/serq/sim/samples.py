@@ -67,8 +67,7 @@ class Observation(object):
             pending.append(value)
             self.p_times.append(sim.now)
             self.p_sessions.append(s.serial)
-            turn: float = s.a[self.turn_slot]
-            self.p_turns.append(int(turn))
+            self.p_turns.append(int(s.a[self.turn_slot]))
             if len(pending) >= FLUSH:
                 self.flush()
         elif len(self.p_all) >= FLUSH:

@@ -51,10 +51,10 @@ class Session(object):
                  "admission", "preempt_memory", "ending", "step_job", "itl_turn",
                  "itl_at", "itl_dec", "itl_preempted")
 
-    def __init__(self, serial: Any, attrs: Any, rng: Any,
+    def __init__(self, serial: Any, attrs: List[float], rng: Any,
                  leg_of: "Optional[Session]" = None) -> None:
         self.serial: int = serial
-        self.a: Any = attrs
+        self.a = attrs  # (the attribute slots' values: typed, so compiled reads are native)
         self.rng: Any = rng
         self.gen: Any = None
         self.leg_of = leg_of

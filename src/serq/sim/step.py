@@ -16,7 +16,7 @@ from ..ir import nodes as ir
 from ..report.stats import IntervalAverage, ItlHistogram, Welford
 from .exprs import fmt
 from .holds import try_grow
-from .pools import EPS, round_up, total_key
+from .pools import EPS, Pool, round_up, total_key
 from .stages import Job, Stage
 from .step_plan import INF, Plan, StepContext, StepJob
 
@@ -98,7 +98,9 @@ class Step(Stage):
         self.preempted_now = False
         # budget left, while an admission's header is read
         self.planning_left: Optional[float] = None
-        self.admits: List[Any] = []  # pools this stage admits (set by the simulator)
+        self.admits: List[Pool] = []  # pools this stage admits (set by the simulator)
+        # ``self.iteration_end`` made once (not a bound method per iteration)
+        self.on_iteration_end: Callable[[Any], None] = self.iteration_end
         st = self.stats
         # the step statistics, in the stats (the report reads them there)
         # and typed here, so that compiled, the loop reaches them natively
@@ -597,7 +599,7 @@ class Step(Stage):
         sim.seq += 1
         # (typed Any: compiled, a tuple of known item types is a C struct,
         # boxed anew at each use, and the heap's item would not be this one)
-        entry: Any = (sim.now + cost, sim.seq, self.iteration_end, None)
+        entry: Any = (sim.now + cost, sim.seq, self.on_iteration_end, None)
         heappush(sim.heap, entry)
         self.end_entry = entry
         self.decode_launch = plan is None
