@@ -24,6 +24,7 @@ CORE = [
     "serq/sim/arith.py",
     "serq/sim/rng.py",
     "serq/sim/samples.py",
+    "serq/sim/etree.py",
     "serq/sim/rng_chacha.py",
     "serq/sim/rng_seed.py",
     "serq/sim/rng_batch.py",

@@ -452,8 +452,8 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
             ctx = st.ctx
             ctx.a = None
             ctx.rng = sim.machine_rng
-            B = st.budget(ctx)
-            C = st.chunk(ctx)
+            B = st.read_budget(ctx)
+            C = st.read_chunk(ctx)
             if C != C:  # (as attempt reads it)
                 C = 0.0
             st.preempted_now = False

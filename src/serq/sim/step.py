@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tupl
 from ..errors import RunError
 from ..ir import nodes as ir
 from ..report.stats import IntervalAverage, ItlHistogram, Welford
+from . import etree
 from .exprs import fmt
 from .holds import try_grow
 from .pools import EPS, Pool, round_up, total_key
@@ -71,6 +72,11 @@ class Step(Stage):
         self.chunk: Callable[[StepContext], Any] = c.fast(spec.chunk)
         if reads_attrs(spec.chunk):
             self.chunk = nan_attrs(self.chunk, spec.chunk)
+        # the same three as typed trees, where the core is compiled and the
+        # expression is one a tree can say (etree.py; None: the functions)
+        self.budget_tree = etree.build(spec.budget, sim, c)
+        self.chunk_tree = etree.build(spec.chunk, sim, c)
+        self.cost_tree = etree.build(spec.cost, sim, c)
         self.granule: Optional[float] = None if spec.granule is None else spec.granule.value
         self.exclusive: bool = spec.serve == "ExclusivePrefill"
         self.serve_keys: List[Callable[[StepContext], Any]] = (
@@ -207,6 +213,14 @@ class Step(Stage):
 
     # ------------------------------------------------------------- planning
 
+    def read_budget(self, ctx: StepContext) -> float:
+        t = self.budget_tree
+        return t.ev(ctx) if t is not None else self.budget(ctx)
+
+    def read_chunk(self, ctx: StepContext) -> float:
+        t = self.chunk_tree
+        return t.ev(ctx) if t is not None else self.chunk(ctx)
+
     def attempt(self) -> None:
         """Plan an iteration (the default procedure, or the stage's
         ``iteration`` body) and start it, if it schedules anything."""
@@ -216,8 +230,8 @@ class Step(Stage):
         ctx.rng = sim.machine_rng
         if self.budget_totals:
             self.totals(ctx, self.residents)
-        B = self.budget(ctx)
-        C = self.chunk(ctx)
+        B = self.read_budget(ctx)
+        C = self.read_chunk(ctx)
         if C != C:  # a NaN chunk (an attribute read with no session) is no limit
             C = 0.0
         self.preempted_now = False
@@ -568,7 +582,8 @@ class Step(Stage):
         cost, the claims, the statistics and the event."""
         sim = self.sim
         ctx = self.ctx
-        cost = self.cost(ctx)
+        t = self.cost_tree
+        cost = t.ev(ctx) if t is not None else self.cost(ctx)
         if not cost > 0.0:
             cost = 0.0
             if ntok > 0:
@@ -624,8 +639,8 @@ class Step(Stage):
         ctx = self.ctx
         ctx.a = None
         self.totals(ctx, self.residents)
-        b = self.budget(ctx)
-        c = self.chunk(ctx)
+        b = self.read_budget(ctx)
+        c = self.read_chunk(ctx)
         if c != c:
             c = 0.0
         return max(0.0, b - self.demand(c))

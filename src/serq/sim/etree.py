@@ -1,0 +1,277 @@
+"""A step stage's ``budget``, ``chunk`` and ``cost`` as typed trees.
+
+These expressions are read at every iteration of a step stage.  Written as
+Python source (codegen.ExprWriter, ``Compiler.fast``), each reading is a
+call of an interpreted function from the compiled core, and each context
+field it reads a boxed float.  Where the core is compiled, an expression
+made only of what a tree here can say is built as a tree of the classes
+below instead, and read with ``Node.ev`` without leaving native code.
+
+A tree does exactly the float operations of the generated source, in its
+order: constants folded where an operation has only constants (with the
+closures' own arithmetic), comparisons and logic give 1.0 or 0.0, ``&&``
+and ``||`` read their right side only when the left does not decide,
+a conditional reads the branch its test picks, division and the math
+functions are those of arith.py.  An expression with anything else (an
+attribute, a draw, a register, a query of a pool or stage, a field no
+step context has) gets no tree: ``build`` returns None and the stage calls
+the generated function, as before.  Interpreted (PyPy, or
+``SERQ_INTERPRETED=1``) no tree is built: there the generated source is
+the faster.
+"""
+from typing import TYPE_CHECKING, Any, Final, List, Optional
+
+from ..ir import nodes as ir
+from .arith import fceil, fdiv, fexp, ffloor, fln, fmax, fmin, fpow, fsqrt
+from .codegen import _pure
+from .step_plan import StepContext
+
+if TYPE_CHECKING:
+    from .clock import Clock
+
+#: Whether trees are built: where this module is compiled.
+COMPILED: Final = not __file__.endswith(".py")
+
+# The step context's fields a tree reads (``Field.k``), by context variable.
+_FIELDS: Final = {"Ntok": 0, "Kvb": 1, "Ndec": 2, "Npre": 3, "Nres": 4, "Kvp": 5, "Attn": 6,
+                  "Decoding": 7, "Admission": 8, "Remaining": 9, "Admitted": 10,
+                  "Preempted": 11, "Demand": 12, "Served": 13, "Arrived": 14}
+
+# Binary operations (``Arith.op``); ``And`` and ``Or`` are nodes of their own.
+_OPS: Final = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Pow": 4, "Lt": 5, "Le": 6, "Gt": 7,
+               "Ge": 8, "Eq": 9, "Ne": 10}
+
+_MATH1: Final = {"Abs": 0, "Floor": 1, "Ceil": 2, "Sqrt": 3, "Exp": 4, "Ln": 5}
+_MATH2: Final = {"Min": 0, "Max": 1, "Pow": 2}
+
+
+class Node(object):
+    """An expression over a step context."""
+
+    def ev(self, x: StepContext) -> float:
+        raise NotImplementedError
+
+
+class Const(Node):
+    def __init__(self, v: float) -> None:
+        self.v = v
+
+    def ev(self, x: StepContext) -> float:
+        return self.v
+
+
+class Field(Node):
+    """A field of the step context (``_FIELDS``)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+
+    def ev(self, x: StepContext) -> float:
+        k = self.k
+        if k < 4:
+            if k == 0:
+                return x.ntok
+            if k == 1:
+                return x.kvb
+            return x.ndec if k == 2 else x.npre
+        if k < 8:
+            if k == 4:
+                return x.nres
+            if k == 5:
+                return x.kvp
+            return x.attn if k == 6 else x.decoding
+        if k < 12:
+            if k == 8:
+                return x.admission
+            if k == 9:
+                return x.remaining
+            return x.admitted if k == 10 else x.preempted
+        if k == 12:
+            return x.demand
+        return x.served if k == 13 else x.arrived
+
+
+class Now(Node):
+    def __init__(self, sim: "Clock") -> None:
+        self.sim = sim
+
+    def ev(self, x: StepContext) -> float:
+        return self.sim.now
+
+
+class Arith(Node):
+    """A binary operation of ``_OPS``: the left side read first."""
+
+    def __init__(self, op: int, a: Node, b: Node) -> None:
+        self.op = op
+        self.a = a
+        self.b = b
+
+    def ev(self, x: StepContext) -> float:
+        a = self.a.ev(x)
+        b = self.b.ev(x)
+        op = self.op
+        if op < 3:
+            if op == 0:
+                return a + b
+            return a - b if op == 1 else a * b
+        if op == 3:
+            return fdiv(a, b)
+        if op == 4:
+            return fpow(a, b)
+        if op < 8:
+            if op == 5:
+                return 1.0 if a < b else 0.0
+            if op == 6:
+                return 1.0 if a <= b else 0.0
+            return 1.0 if a > b else 0.0
+        if op == 8:
+            return 1.0 if a >= b else 0.0
+        if op == 9:
+            return 1.0 if a == b else 0.0
+        return 1.0 if a != b else 0.0
+
+
+class And(Node):
+    def __init__(self, a: Node, b: Node) -> None:
+        self.a = a
+        self.b = b
+
+    def ev(self, x: StepContext) -> float:
+        return 1.0 if self.a.ev(x) != 0.0 and self.b.ev(x) != 0.0 else 0.0
+
+
+class Or(Node):
+    def __init__(self, a: Node, b: Node) -> None:
+        self.a = a
+        self.b = b
+
+    def ev(self, x: StepContext) -> float:
+        return 1.0 if self.a.ev(x) != 0.0 or self.b.ev(x) != 0.0 else 0.0
+
+
+class Neg(Node):
+    def __init__(self, a: Node) -> None:
+        self.a = a
+
+    def ev(self, x: StepContext) -> float:
+        return -self.a.ev(x)
+
+
+class Not(Node):
+    def __init__(self, a: Node) -> None:
+        self.a = a
+
+    def ev(self, x: StepContext) -> float:
+        return 1.0 if self.a.ev(x) == 0.0 else 0.0
+
+
+class Choice(Node):
+    """``test ? then : other``: the test first, then one branch."""
+
+    def __init__(self, test: Node, then: Node, other: Node) -> None:
+        self.test = test
+        self.then = then
+        self.other = other
+
+    def ev(self, x: StepContext) -> float:
+        if self.test.ev(x) != 0.0:
+            return self.then.ev(x)
+        return self.other.ev(x)
+
+
+class Math1(Node):
+    """A math function of one argument (``_MATH1``), as arith.py has it."""
+
+    def __init__(self, f: int, a: Node) -> None:
+        self.f = f
+        self.a = a
+
+    def ev(self, x: StepContext) -> float:
+        v = self.a.ev(x)
+        f = self.f
+        if f == 0:
+            return abs(v)
+        if f == 1:
+            return ffloor(v)
+        if f == 2:
+            return fceil(v)
+        if f == 3:
+            return fsqrt(v)
+        return fexp(v) if f == 4 else fln(v)
+
+
+class Math2(Node):
+    """A math function of two arguments (``_MATH2``), the first read first."""
+
+    def __init__(self, f: int, a: Node, b: Node) -> None:
+        self.f = f
+        self.a = a
+        self.b = b
+
+    def ev(self, x: StepContext) -> float:
+        a = self.a.ev(x)
+        b = self.b.ev(x)
+        f = self.f
+        if f == 0:
+            return fmin(a, b)
+        return fmax(a, b) if f == 1 else fpow(a, b)
+
+
+def build(e: Any, sim: "Clock", compiler: Any) -> Optional[Node]:
+    """The tree of expression ``e``, or None where it has a node no tree
+    says (or the core is interpreted).  ``compiler`` (exprs.Compiler)
+    folds the constant parts, as the generated source does."""
+    if not COMPILED:
+        return None
+    return _tree(e, sim, compiler)
+
+
+def _tree(e: Any, sim: "Clock", c: Any) -> Optional[Node]:
+    t = type(e)
+    if t is ir.Num:
+        return Const(float(e.value))
+    if _pure(e):
+        return Const(float(c.expr(e)(None)))
+    if t is ir.Ctx:
+        if e.var == "Now":
+            return Now(sim)
+        k = _FIELDS.get(e.var)
+        return None if k is None else Field(k)
+    if t is ir.Binary:
+        a = _tree(e.left, sim, c)
+        b = _tree(e.right, sim, c)
+        if a is None or b is None:
+            return None
+        if e.op == "And":
+            return And(a, b)
+        if e.op == "Or":
+            return Or(a, b)
+        op = _OPS.get(e.op)
+        return None if op is None else Arith(op, a, b)
+    if t is ir.Unary:
+        a = _tree(e.operand, sim, c)
+        if a is None:
+            return None
+        return Neg(a) if e.op == "Neg" else Not(a)
+    if t is ir.Cond:
+        test = _tree(e.test, sim, c)
+        then = _tree(e.then, sim, c)
+        other = _tree(e.other, sim, c)
+        if test is None or then is None or other is None:
+            return None
+        return Choice(test, then, other)
+    if t is ir.Call:
+        args: List[Optional[Node]] = [
+            _tree(a.expr, sim, c) if type(a) is ir.ArgExpr else None for a in e.args]
+        if any(a is None for a in args):
+            return None
+        if e.fun in _MATH1 and len(args) == 1:
+            a0 = args[0]
+            assert a0 is not None
+            return Math1(_MATH1[e.fun], a0)
+        if e.fun in _MATH2 and len(args) == 2:
+            a0, a1 = args[0], args[1]
+            assert a0 is not None and a1 is not None
+            return Math2(_MATH2[e.fun], a0, a1)
+    return None

@@ -1,0 +1,123 @@
+"""A step stage's budget, chunk and cost as typed trees (src/serq/sim/etree.py)
+give the bits of the generated functions and of the closures, for every
+node a tree can say, on ordinary and on special values (NaN, infinities,
+-0, division by zero); anything else gets no tree."""
+import math
+import random
+import struct
+
+import pytest
+
+from serq.compiler import compile_program
+from serq.ir import nodes as ir
+from serq.sim import etree
+from serq.sim.arith import CTX_FIELD
+from serq.sim.engine import Simulator
+from serq.sim.step_plan import StepContext
+
+PROGRAM = """
+pool kv { cap 4096; block 16; }
+stage engine : step { budget 512; cost 0.001 + 0.0001 * tokens; memory kv; }
+workload { arrive poisson(5); }
+session { set t0 = now; hold kv (64) { run engine prefill (64); } observe r = now - t0; }
+run { horizon 50; seed 2; }
+"""
+
+SPECIAL = [0.0, -0.0, 1.0, -2.5, 3.0, 1e300, -1e-300, math.inf, -math.inf, math.nan, 0.5, 7.0]
+BINARY = ["Add", "Sub", "Mul", "Div", "Pow", "Lt", "Le", "Gt", "Ge", "Eq", "Ne", "And", "Or"]
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    path = tmp_path_factory.mktemp("etree") / "p.sq"
+    path.write_text(PROGRAM)
+    s = Simulator(compile_program(str(path)))
+    s.now = 12.25
+    return s
+
+
+def _expr(g, depth):
+    """A random expression of the nodes a tree says."""
+    k = g.randrange(9 if depth > 0 else 3)
+    if k == 0:
+        return ir.Num(g.choice(SPECIAL))
+    if k == 1:
+        return ir.Ctx(g.choice(sorted(etree._FIELDS)))
+    if k == 2:
+        return ir.Ctx("Now")
+    if k in (3, 4, 5):
+        return ir.Binary(g.choice(BINARY), _expr(g, depth - 1), _expr(g, depth - 1))
+    if k == 6:
+        return ir.Unary(g.choice(["Neg", "Not"]), _expr(g, depth - 1))
+    if k == 7:
+        return ir.Cond(_expr(g, depth - 1), _expr(g, depth - 1), _expr(g, depth - 1))
+    if g.random() < 0.5:
+        return ir.Call(g.choice(sorted(etree._MATH1)), [ir.ArgExpr(_expr(g, depth - 1))])
+    return ir.Call(g.choice(sorted(etree._MATH2)),
+                   [ir.ArgExpr(_expr(g, depth - 1)), ir.ArgExpr(_expr(g, depth - 1))])
+
+
+def _bits(v):
+    return struct.pack("<d", v) if v == v else "nan"
+
+
+def _context(g):
+    ctx = StepContext(None)
+    for name in etree._FIELDS:
+        setattr(ctx, CTX_FIELD[name], g.choice(SPECIAL + [g.uniform(-10, 10)]))
+    return ctx
+
+
+def _value(f, ctx):
+    try:
+        return f(ctx)
+    except (OverflowError, ValueError, ZeroDivisionError) as err:
+        return type(err)
+
+
+def test_trees_give_the_bits_of_the_functions_and_closures(sim):
+    g = random.Random(20261202)
+    compiler = sim.compiler
+    built = 0
+    for _ in range(600):
+        e = _expr(g, g.randrange(1, 5))
+        tree = etree._tree(e, sim, compiler)
+        assert tree is not None, e
+        built += 1
+        fast, closure = compiler.fast(e), compiler.expr(e)
+        for _ in range(4):
+            ctx = _context(g)
+            want = _value(closure, ctx)
+            got = _value(tree.ev, ctx)
+            assert _value(fast, ctx) == want or _bits(_value(fast, ctx)) == _bits(want)
+            if isinstance(want, float):
+                assert isinstance(got, float) and _bits(got) == _bits(want), (e, got, want)
+            else:
+                assert got is want, (e, got, want)
+    assert built == 600
+
+
+@pytest.mark.parametrize("e", [
+    ir.Attr(0),
+    ir.Ctx("N"),
+    ir.Reg(0),
+    ir.Sample("Exp", [ir.Num(1.0)]),
+    ir.Binary("Add", ir.Num(1.0), ir.Attr(2)),
+    ir.Call("Max", [ir.ArgExpr(ir.Ctx("Ntok")), ir.ArgExpr(ir.Sample("Exp", [ir.Num(2.0)]))]),
+])
+def test_anything_else_gets_no_tree(sim, e):
+    assert etree._tree(e, sim, sim.compiler) is None
+
+
+def test_a_step_stage_reads_its_trees_where_the_core_is_compiled(sim):
+    st = sim.steps[0]
+    if etree.COMPILED:
+        assert st.budget_tree is not None and st.cost_tree is not None
+        assert isinstance(st.cost_tree, etree.Arith)
+    else:  # (interpreted, the generated functions are the faster)
+        assert st.budget_tree is None and st.cost_tree is None
+    ctx = StepContext(None)
+    ctx.ntok = 300.0
+    assert st.read_budget(ctx) == 512.0
+    assert _bits(etree._tree(sim.prog.stages[0].kind.cost, sim, sim.compiler).ev(ctx)) == \
+        _bits(st.cost(ctx))
