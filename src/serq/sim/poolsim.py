@@ -3,7 +3,7 @@ admission at every settle, growth and preemption, leases, the end of a
 session's holds, and the pool queries.
 """
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Final, List, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Final, List, Set, Tuple
 
 from ..errors import RunError
 from .exprs import fmt
@@ -46,21 +46,24 @@ class PoolSim(TimeAverages):
     # admission reads them as fields
     prog: Any
     interp: Any
+    compiler: Any
     pool_watch: Set[Any]
 
     def make_ready(self, s: "Session") -> None:
         raise NotImplementedError  # (settle.py's)
 
-    def make_pools(self, prog):
-        self.pools = [Pool(self, i, p, self.compiler) for i, p in enumerate(prog.pools)]
+    def make_pools(self, prog: Any) -> None:
+        # (typed: compiled, ``sim.pools[i]`` and the counters are native)
+        self.pools: List[Pool] = [Pool(self, i, p, self.compiler)
+                                  for i, p in enumerate(prog.pools)]
         # Legs and sessions counted stuck: each at most once in all, on the
         # first pool where it is stuck (0.1.3); session -> that pool's index
-        self.stuck_sessions = {}
+        self.stuck_sessions: Dict[Any, int] = {}
         self.release_seq = 0
         self.admission_seq = 0
         self.enqueue_seq = 0
         self.trace_evict: Any = None
-        self.turn_slot = prog.slots[2]  # the `turn` attribute (a step token reads it)
+        self.turn_slot: int = prog.slots[2]  # the `turn` attribute (a step token reads it)
 
     def pool_label(self, p):
         return p.name if p.member is None else "%s[%d]" % (p.name, p.member)
