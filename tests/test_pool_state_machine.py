@@ -317,7 +317,7 @@ TestProgramMachine.settings = settings(max_examples=400, stateful_step_count=16,
 
 class StubSim(object):
     """What ``Pool`` reads of its simulator: the clock, the release
-    sequence, the evict stream, the pools (for spills), a trace hook."""
+    sequence, the evict stream, the pools (for spills)."""
 
     def __init__(self):
         self.now = 0.0
@@ -325,7 +325,6 @@ class StubSim(object):
         self.release_seq = 0
         self.evict_rng = None
         self.pools = []
-        self.trace_evict = None
         self.spill_jobs = []
 
     def is_waiting(self, s):
@@ -388,7 +387,8 @@ class PoolMachine(RuleBasedStateMachine):
         self.evicted = 0.0
         self.spilled_pieces = 0
         self.in_make_room = False
-        sim.trace_evict = self.on_evict
+        for p in sim.pools:
+            p.trace_evict = self.on_evict
 
     # ---------------------------------------------------------- the model
 

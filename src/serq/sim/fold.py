@@ -165,7 +165,7 @@ class Folding(object):
                 return False
             self.pos0.append(pos)
         if pool is not None:
-            if pool.spill is not None or sim.trace_evict is not None or not _whole(pool.block):
+            if pool.spill is not None or pool.trace_evict is not None or not _whole(pool.block):
                 return False
             self.pool = pool
             for k in range(self.n):

@@ -151,6 +151,8 @@ class Pool(object):
         # the simulator's set of what changed in this event (the same set
         # all run long: read once, not through the untyped ``sim``)
         self.touched = sim.touched
+        # called with (pool, entry, piece) at each eviction: a hook for tests
+        self.trace_evict: Any = None
         self.index = index
         self.name = decl.name
         self.member = decl.index
@@ -395,8 +397,8 @@ class Pool(object):
         self.cached -= piece
         self.touched.add(self)
         st.evicted_units += piece
-        if self.sim.trace_evict is not None:
-            self.sim.trace_evict(self, e, piece)
+        if self.trace_evict is not None:
+            self.trace_evict(self, e, piece)
         if e.units <= EPS:
             st.evicted_entries += 1
             e.member = False

@@ -62,7 +62,6 @@ class PoolSim(TimeAverages):
         self.release_seq = 0
         self.admission_seq = 0
         self.enqueue_seq = 0
-        self.trace_evict: Any = None
         self.turn_slot: int = prog.slots[2]  # the `turn` attribute (a step token reads it)
 
     def pool_label(self, p):
