@@ -46,7 +46,8 @@ def test_take_keeps_every_sample_in_order(tmp_path, count, keep_all):
             want["sessions"].append(1000 + k)
             want["turns"].append(k % 7)
         if k in (5, samples.FLUSH + 2):  # a read in the middle moves what is pending
-            reads.append((len(o.all_values), list(o.values)))
+            reads.append((len(o.all_values), list(o.values),
+                          len(want["all"]), list(want["values"])))
     assert all(len(p) < samples.FLUSH for p in (o.p_all, o.p_values))
     assert o.all_values == array("d", want["all"])
     assert o.values == array("d", want["values"])
@@ -54,8 +55,8 @@ def test_take_keeps_every_sample_in_order(tmp_path, count, keep_all):
     assert o.sessions == array("q", want["sessions"])
     assert o.turns == array("q", want["turns"])
     assert not o.p_all and not o.p_values  # (read: nothing is pending)
-    for n, values in reads:
-        assert values == want["values"][:len(values)] and n <= len(want["all"])
+    for n, values, n_want, values_want in reads:  # (all taken so far, at each read)
+        assert n == n_want and values == values_want
 
 
 @pytest.mark.parametrize("aggregate", [False, True])

@@ -23,14 +23,11 @@ from typing import TYPE_CHECKING, Any, Final, List, Optional
 
 from ..ir import nodes as ir
 from .arith import fceil, fdiv, fexp, ffloor, fln, fmax, fmin, fpow, fsqrt
-from .codegen import _pure
+from .codegen import NATIVE_CORE, _pure
 from .step_plan import StepContext
 
 if TYPE_CHECKING:
     from .clock import Clock
-
-#: Whether trees are built: where this module is compiled.
-COMPILED: Final = not __file__.endswith(".py")
 
 # The step context's fields a tree reads (``Field.k``), by context variable.
 _FIELDS: Final = {"Ntok": 0, "Kvb": 1, "Ndec": 2, "Npre": 3, "Nres": 4, "Kvp": 5, "Attn": 6,
@@ -222,7 +219,7 @@ def build(e: Any, sim: "Clock", compiler: Any) -> Optional[Node]:
     """The tree of expression ``e``, or None where it has a node no tree
     says (or the core is interpreted).  ``compiler`` (exprs.Compiler)
     folds the constant parts, as the generated source does."""
-    if not COMPILED:
+    if not NATIVE_CORE:  # (where the core is compiled: codegen's own test)
         return None
     return _tree(e, sim, compiler)
 

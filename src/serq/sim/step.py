@@ -221,6 +221,10 @@ class Step(Stage):
         t = self.chunk_tree
         return t.ev(ctx) if t is not None else self.chunk(ctx)
 
+    def read_cost(self, ctx: StepContext) -> float:
+        t = self.cost_tree
+        return t.ev(ctx) if t is not None else self.cost(ctx)
+
     def attempt(self) -> None:
         """Plan an iteration (the default procedure, or the stage's
         ``iteration`` body) and start it, if it schedules anything."""
@@ -582,8 +586,7 @@ class Step(Stage):
         cost, the claims, the statistics and the event."""
         sim = self.sim
         ctx = self.ctx
-        t = self.cost_tree
-        cost = t.ev(ctx) if t is not None else self.cost(ctx)
+        cost = self.read_cost(ctx)
         if not cost > 0.0:
             cost = 0.0
             if ntok > 0:
