@@ -80,7 +80,7 @@ def test_trees_give_the_bits_of_the_functions_and_closures(sim):
     compiler = sim.compiler
     for _ in range(600):
         e = _expr(g, g.randrange(1, 5))
-        tree = etree._tree(e, sim, compiler)
+        tree = etree._tree(e, sim, compiler, None)
         assert tree is not None, e
         fast, closure = compiler.fast(e), compiler.expr(e)
         for _ in range(4):
@@ -103,7 +103,7 @@ def test_trees_give_the_bits_of_the_functions_and_closures(sim):
     ir.Call("Max", [ir.ArgExpr(ir.Ctx("Ntok")), ir.ArgExpr(ir.Sample("Exp", [ir.Num(2.0)]))]),
 ])
 def test_anything_else_gets_no_tree(sim, e):
-    assert etree._tree(e, sim, sim.compiler) is None
+    assert etree._tree(e, sim, sim.compiler, None) is None
 
 
 def test_a_step_stage_reads_its_trees_where_the_core_is_compiled(sim):
@@ -116,5 +116,5 @@ def test_a_step_stage_reads_its_trees_where_the_core_is_compiled(sim):
     ctx = StepContext(None)
     ctx.ntok = 300.0
     assert st.read_budget(ctx) == 512.0
-    assert _bits(etree._tree(sim.prog.stages[0].kind.cost, sim, sim.compiler).ev(ctx)) == \
+    assert _bits(etree._tree(sim.prog.stages[0].kind.cost, sim, sim.compiler, None).ev(ctx)) == \
         _bits(st.cost(ctx))

@@ -15,15 +15,27 @@ a conditional reads the branch its test picks, division and the math
 functions are those of arith.py.  An expression with anything else (an
 attribute, a draw, a register, a query of a pool or stage, a field no
 step context has) gets no tree: ``build`` returns None and the stage calls
-the generated function, as before.  Interpreted (PyPy, or
+the generated function, as before.
+
+A ``choose`` key is a tree of the same classes over a session's
+attributes (``build_keys``): the context's ``a`` is the session's, and a
+key may read an attribute and the queries of a pool or stage member that
+are plain readings (``used``, ``free``, ``holders``, ``queued``, ``queue``,
+``busy``), the member's index read first, as the generated source does.
+The loop over the members (``choose_least``) then runs natively too.
+Interpreted (PyPy, or
 ``SERQ_INTERPRETED=1``) no tree is built: there the generated source is
 the faster.
 """
-from typing import TYPE_CHECKING, Any, Final, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Final, List, Optional
 
 from ..ir import nodes as ir
+from math import copysign
+
 from .arith import fceil, fdiv, fexp, ffloor, fln, fmax, fmin, fpow, fsqrt
 from .codegen import NATIVE_CORE, _pure
+from .pools import Pool, total_key
+from .stages import Stage
 from .step_plan import StepContext
 
 if TYPE_CHECKING:
@@ -40,6 +52,10 @@ _OPS: Final = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3, "Pow": 4, "Lt": 5, "Le": 
 
 _MATH1: Final = {"Abs": 0, "Floor": 1, "Ceil": 2, "Sqrt": 3, "Exp": 4, "Ln": 5}
 _MATH2: Final = {"Min": 0, "Max": 1, "Pow": 2}
+
+# Queries a key's tree reads (``PoolRead.q``, ``StageRead.q``).
+_POOL_QUERIES: Final = {"Used": 0, "Free": 1, "Holders": 2, "Queued": 3}
+_STAGE_QUERIES: Final = {"Queue": 0, "Busy": 1}
 
 
 class Node(object):
@@ -215,29 +231,169 @@ class Math2(Node):
         return fmax(a, b) if f == 1 else fpow(a, b)
 
 
+class Attr(Node):
+    """A session attribute: ``a[slot]`` of the context's ``a``."""
+
+    def __init__(self, slot: int) -> None:
+        self.slot = slot
+
+    def ev(self, x: StepContext) -> float:
+        a: List[float] = x.a
+        return a[self.slot]
+
+
+class Member(object):
+    """The member of an array a query names: ``base``, or ``base`` plus the
+    index's value where that is a whole number below ``count``; any other
+    value goes to ``pick`` (exprs.Compiler.index_of), which raises the
+    run-time error the generated source raises."""
+
+    def __init__(self, base: int, count: int, index: Optional[Node],
+                 pick: Callable[[float], int]) -> None:
+        self.base = base
+        self.count = count
+        self.index = index
+        self.pick = pick
+
+    def of(self, x: StepContext) -> int:
+        index = self.index
+        if index is None:
+            return self.base
+        v = index.ev(x)
+        if v >= 0.0 and v < self.count and v == float(int(v)):
+            return self.base + int(v)
+        return self.pick(v)
+
+
+class PoolRead(Node):
+    """A pool member's ``used``, ``free``, ``holders`` or ``queued``."""
+
+    def __init__(self, q: int, m: Member, pools: List[Pool]) -> None:
+        self.q = q
+        self.m = m
+        self.pools = pools
+
+    def ev(self, x: StepContext) -> float:
+        p = self.pools[self.m.of(x)]
+        q = self.q
+        if q == 0:
+            return p.used
+        if q == 1:
+            return p.cap - p.used
+        return float(len(p.holders)) if q == 2 else float(len(p.queue))
+
+
+class StageRead(Node):
+    """A stage member's ``queue`` (jobs present) or ``busy``."""
+
+    def __init__(self, q: int, m: Member, stages: List[Stage]) -> None:
+        self.q = q
+        self.m = m
+        self.stages = stages
+
+    def ev(self, x: StepContext) -> float:
+        st = self.stages[self.m.of(x)]
+        return float(st.present()) if self.q == 0 else st.busy()
+
+
+class Keys(object):
+    """What a ``choose`` key's tree reads beside the attributes: the
+    simulator's pools and stages, and the compiler for members' indices."""
+
+    def __init__(self, pools: List[Pool], stages: List[Stage], compiler: Any) -> None:
+        self.pools = pools
+        self.stages = stages
+        self.compiler = compiler
+
+
 def build(e: Any, sim: "Clock", compiler: Any) -> Optional[Node]:
     """The tree of expression ``e``, or None where it has a node no tree
     says (or the core is interpreted).  ``compiler`` (exprs.Compiler)
     folds the constant parts, as the generated source does."""
     if not NATIVE_CORE:  # (where the core is compiled: codegen's own test)
         return None
-    return _tree(e, sim, compiler)
+    return _tree(e, sim, compiler, None)
 
 
-def _tree(e: Any, sim: "Clock", c: Any) -> Optional[Node]:
+def build_keys(keys: List[Any], sim: "Clock", compiler: Any, pools: List[Pool],
+               stages: List[Stage]) -> Optional[List[Node]]:
+    """The trees of a ``choose``'s keys, or None where one has a node no
+    tree says (or the core is interpreted)."""
+    if not NATIVE_CORE:
+        return None
+    k = Keys(pools, stages, compiler)
+    out: List[Node] = []
+    for e in keys:
+        t = _tree(e, sim, compiler, k)
+        if t is None:
+            return None
+        out.append(t)
+    return out
+
+
+def choose_least(trees: List[Node], x: StepContext, a: List[float], slot: int,
+                 n: int) -> float:
+    """The member ``j`` in ``0 .. n - 1`` (``a[slot]`` set to each as its
+    keys are read) of least keys, as session.Interpreter.choose finds it:
+    one key compared as floats in Rust's ``total_cmp`` order (NaN after
+    every number, -0 before +0), ties to the first; several as lists of
+    ``total_key``."""
+    x.a = a
+    if len(trees) > 1:
+        best: List[Any] = []
+        best_j = 0.0
+        j: int
+        for j in range(n):
+            a[slot] = float(j)
+            key = [total_key(t.ev(x)) for t in trees]
+            if j == 0 or key < best:
+                best = key
+                best_j = float(j)
+        return best_j
+    f = trees[0]
+    best_j = 0.0
+    bv = 0.0
+    for j in range(n):
+        a[slot] = float(j)
+        v = f.ev(x)
+        if j == 0:
+            bv = v
+        elif v < bv:
+            bv = v
+            best_j = float(j)
+        elif v != v or bv == bv and v != bv:
+            continue  # (NaN is last; a larger number loses)
+        elif bv != bv or (v == 0.0 and copysign(1.0, v) < copysign(1.0, bv)):
+            bv = v  # a number before NaN; -0 before +0
+            best_j = float(j)
+    return best_j
+
+
+def _member(r: Any, sim: "Clock", c: Any, keys: "Keys") -> Optional[Member]:
+    if r.index is None:
+        return Member(r.base, r.count, None, c.index_of(r))
+    index = _tree(r.index, sim, c, keys)
+    return None if index is None else Member(r.base, r.count, index, c.index_of(r))
+
+
+def _tree(e: Any, sim: "Clock", c: Any, keys: Optional[Keys]) -> Optional[Node]:
     t = type(e)
     if t is ir.Num:
         return Const(float(e.value))
     if _pure(e):
         return Const(float(c.expr(e)(None)))
+    if t is ir.Attr:
+        return None if keys is None else Attr(e.slot)
     if t is ir.Ctx:
         if e.var == "Now":
             return Now(sim)
+        if keys is not None:
+            return None  # (a session has no step context's fields)
         k = _FIELDS.get(e.var)
         return None if k is None else Field(k)
     if t is ir.Binary:
-        a = _tree(e.left, sim, c)
-        b = _tree(e.right, sim, c)
+        a = _tree(e.left, sim, c, keys)
+        b = _tree(e.right, sim, c, keys)
         if a is None or b is None:
             return None
         if e.op == "And":
@@ -247,20 +403,32 @@ def _tree(e: Any, sim: "Clock", c: Any) -> Optional[Node]:
         op = _OPS.get(e.op)
         return None if op is None else Arith(op, a, b)
     if t is ir.Unary:
-        a = _tree(e.operand, sim, c)
+        a = _tree(e.operand, sim, c, keys)
         if a is None:
             return None
         return Neg(a) if e.op == "Neg" else Not(a)
     if t is ir.Cond:
-        test = _tree(e.test, sim, c)
-        then = _tree(e.then, sim, c)
-        other = _tree(e.other, sim, c)
+        test = _tree(e.test, sim, c, keys)
+        then = _tree(e.then, sim, c, keys)
+        other = _tree(e.other, sim, c, keys)
         if test is None or then is None or other is None:
             return None
         return Choice(test, then, other)
+    if t is ir.Call and keys is not None and len(e.args) == 1 \
+            and type(e.args[0]) is not ir.ArgExpr:
+        # a query of a member (``holders(slots[r])``)
+        arg = e.args[0]
+        m = _member(arg.ref, sim, c, keys)
+        if m is None:
+            return None
+        if type(arg) is ir.ArgPool:
+            q = _POOL_QUERIES.get(e.fun)
+            return None if q is None else PoolRead(q, m, keys.pools)
+        q = _STAGE_QUERIES.get(e.fun)
+        return None if q is None else StageRead(q, m, keys.stages)
     if t is ir.Call:
         args: List[Optional[Node]] = [
-            _tree(a.expr, sim, c) if type(a) is ir.ArgExpr else None for a in e.args]
+            _tree(a.expr, sim, c, keys) if type(a) is ir.ArgExpr else None for a in e.args]
         if any(a is None for a in args):
             return None
         if e.fun in _MATH1 and len(args) == 1:

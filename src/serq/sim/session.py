@@ -21,11 +21,13 @@ import math
 from typing import Any, Dict, Final, List, Optional
 
 from ..ir import nodes as ir
+from . import etree
 from . import rng as streams
 from .codegen import BlockWriter
 from .exprs import fmt
 from .holds import HoldOps, HoldRun
 from .pools import total_key
+from .step_plan import StepContext
 
 WAIT: Final = 0
 AGAIN: Final = 1
@@ -134,7 +136,11 @@ class Interpreter(HoldOps):
             return (LOOP, st.body, None, loc)
         if t is ir.Choose:
             # (the keys are read for every member at every choice)
-            return (CHOOSE, st.var, c.expr(st.count), [c.fast(k) for k in st.key], loc)
+            # (and where the core is compiled, as typed trees: etree.py)
+            trees = etree.build_keys(st.key, self.sim, c, self.sim.pools, self.sim.stages)
+            ctx = None if trees is None else StepContext(None)
+            return (CHOOSE, st.var, c.expr(st.count), [c.fast(k) for k in st.key], trees, ctx,
+                    loc)
         if t is ir.End:
             return (END, loc)
         if t is ir.Turn:
@@ -206,6 +212,10 @@ class Interpreter(HoldOps):
             raise self.sim.error(s, op[-1], "the count is %s, not a whole number" % fmt(n))
         slot, keys = op[1], op[3]
         a = s.a
+        trees = op[4]
+        if trees is not None:
+            a[slot] = etree.choose_least(trees, op[5], a, slot, int(n))
+            return
         if len(keys) == 1:
             a[slot] = _choose_one(s, a, slot, keys[0], int(n))
             return

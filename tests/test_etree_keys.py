@@ -1,0 +1,163 @@
+"""``choose`` keys as typed trees (src/serq/sim/etree.py ``build_keys`` and
+``choose_least``): over random pool and stage states, a tree reads the bits
+the generated function reads, raises the same error on an index that names
+no member, and the native loop picks the member the interpreted one picks;
+a key with anything a tree does not say gets none."""
+import math
+import random
+import struct
+from collections import deque
+
+import pytest
+
+from serq.compiler import compile_program
+from serq.errors import RunError
+from serq.ir import nodes as ir
+from serq.sim import codegen, etree
+from serq.sim.engine import Simulator
+from serq.sim.session import CHOOSE, _choose_one
+from serq.sim.step_plan import StepContext
+
+PROGRAM = """
+pool kv[4] { cap 100; }
+stage q[3] : fifo(2);
+workload { arrive poisson(1); }
+session { set r = 0; set x = 1; choose r in 4 by (used(kv[r]) + x); hold kv[r] (1) { run q[0] (1); } }
+run { horizon 5; seed 3; }
+"""
+
+SPECIAL = [0.0, -0.0, 1.0, -2.5, 3.0, 2.0, math.inf, -math.inf, math.nan, 0.5]
+SLOTS = 3  # the attributes the random keys read (the loop's slot is 0)
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory):
+    path = tmp_path_factory.mktemp("keys") / "p.sq"
+    path.write_text(PROGRAM)
+    s = Simulator(compile_program(str(path)))
+    s.now = 3.5
+    return s
+
+
+def _index(g):
+    """An index expression: mostly the chosen member, sometimes off the end."""
+    k = g.randrange(5)
+    if k < 3:
+        return ir.Attr(0)
+    if k == 3:
+        return ir.Binary("Sub", ir.Num(3.0), ir.Attr(0))
+    return ir.Attr(g.randrange(1, SLOTS))  # (any value: a bad index now and then)
+
+
+def _key(g, depth):
+    k = g.randrange(8 if depth > 0 else 4)
+    if k == 0:
+        return ir.Num(g.choice(SPECIAL))
+    if k == 1:
+        return ir.Attr(g.randrange(SLOTS))
+    if k == 2:
+        q = g.choice(sorted(etree._POOL_QUERIES))
+        return ir.Call(q, [ir.ArgPool(ir.Ref(0, 4, _index(g)))])
+    if k == 3:
+        q = g.choice(sorted(etree._STAGE_QUERIES))
+        return ir.Call(q, [ir.ArgStage(ir.Ref(0, 3, _index(g) if g.random() < 0.7 else None))])
+    if k == 4:
+        return ir.Ctx("Now")
+    if k in (5, 6):
+        op = g.choice(["Add", "Sub", "Mul", "Div", "Lt", "Eq", "And", "Or"])
+        return ir.Binary(op, _key(g, depth - 1), _key(g, depth - 1))
+    return ir.Cond(_key(g, depth - 1), _key(g, depth - 1), _key(g, depth - 1))
+
+
+def _shuffle_state(g, sim):
+    for p in sim.pools:
+        p.used = g.choice([0.0, 1.0, 50.0, 100.0, g.uniform(0, 100)])
+        p.holders = [None] * g.randrange(3)
+        p.queue = [None] * g.randrange(3)
+    for st in sim.stages:
+        st.serving = g.randrange(3)
+        st.waiting = deque([None] * g.randrange(3))
+
+
+class _Session(object):
+    def __init__(self, a):
+        self.a = a
+
+
+def _outcome(f):
+    try:
+        return f()
+    except RunError as err:
+        return ("error", str(err))
+
+
+def _bits(v):
+    if isinstance(v, tuple):
+        return v
+    return struct.pack("<d", v) if v == v else "nan"
+
+
+def _trees(sim, keys):
+    """The keys' trees (``build_keys`` without its test of the core: the
+    trees are checked interpreted too)."""
+    k = etree.Keys(sim.pools, sim.stages, sim.compiler)
+    trees = [etree._tree(e, sim, sim.compiler, k) for e in keys]
+    return None if any(t is None for t in trees) else trees
+
+
+def test_key_trees_read_the_bits_of_the_generated_keys(sim):
+    g = random.Random(20261202)
+    c = sim.compiler
+    for _ in range(500):
+        e = _key(g, g.randrange(0, 4))
+        (tree,) = _trees(sim, [e])
+        fast = c.fast(e)
+        for _ in range(4):
+            _shuffle_state(g, sim)
+            a = [float(g.randrange(4))] + [g.choice(SPECIAL) for _ in range(SLOTS - 1)]
+            ctx = StepContext(None)
+            ctx.a = a
+            want = _outcome(lambda: fast(_Session(a)))
+            got = _outcome(lambda: tree.ev(ctx))
+            assert _bits(got) == _bits(want), (e, a, got, want)
+
+
+def test_the_native_choice_picks_the_interpreted_choice(sim):
+    g = random.Random(7)
+    c = sim.compiler
+    for _ in range(400):
+        keys = [_key(g, g.randrange(0, 3)) for _ in range(g.choice([1, 1, 2]))]
+        trees = _trees(sim, keys)
+        fns = [c.fast(e) for e in keys]
+        _shuffle_state(g, sim)
+        n = g.randrange(0, 5)
+        rest = [g.choice(SPECIAL) for _ in range(SLOTS - 1)]
+        a1, a2 = [0.0] + rest, [0.0] + rest
+        s = _Session(a1)
+        if len(fns) == 1:
+            want = _outcome(lambda: _choose_one(s, a1, 0, fns[0], n))
+        else:
+            op = (CHOOSE, 0, lambda s: float(n), fns, None, None, None)
+            want = _outcome(lambda: sim.interp.choose(s, op) or a1[0])
+        got = _outcome(lambda: etree.choose_least(trees, StepContext(None), a2, 0, n))
+        assert got == want, (keys, n, got, want)
+
+
+@pytest.mark.parametrize("e", [
+    ir.Call("Work", [ir.ArgStage(ir.Ref(0, 3, ir.Attr(0)))]),
+    ir.Call("CachedIn", [ir.ArgPool(ir.Ref(0, 4, ir.Attr(0)))]),
+    ir.Call("Used", [ir.ArgPool(ir.Ref(0, 4, ir.Sample("Exp", [ir.Num(1.0)])))]),
+    ir.Call("Queue", [ir.ArgPool(ir.Ref(0, 4, ir.Attr(0)))]),
+    ir.Ctx("Ntok"),
+    ir.Reg(0),
+])
+def test_a_key_with_anything_else_gets_no_tree(sim, e):
+    assert _trees(sim, [ir.Attr(0), e]) is None
+
+
+def test_the_program_picks_through_the_trees_where_the_core_is_compiled(sim):
+    ops = [op for code in sim.interp.code for op in code if op[0] == CHOOSE]
+    assert len(ops) == 1
+    assert (ops[0][4] is not None) == codegen.NATIVE_CORE
+    built = etree.build_keys([ir.Attr(0)], sim, sim.compiler, sim.pools, sim.stages)
+    assert (built is not None) == codegen.NATIVE_CORE
