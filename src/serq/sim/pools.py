@@ -12,7 +12,7 @@ from heapq import heapify, heappop, heappush  # (module globals: no attribute re
 import math
 from typing import Any, Dict, Final, List, Optional, Set, Tuple
 
-from ..report.stats import TimeAverage, Welford, replay_pieces
+from ..report.stats import TimeAverage, Welford, replay_all
 
 EPS: Final = 1e-9
 
@@ -145,6 +145,7 @@ class Pool(object):
     touched: Set[Any]
     evict_keys: Any
     spill: Any
+    averages: Tuple[TimeAverage, ...]
 
     def __init__(self, sim, index, decl, compiler):
         self.sim = sim
@@ -261,9 +262,7 @@ class Pool(object):
         unchanged since the last ``record`` that set them)."""
         lo = self.synced + 1
         if lo < end:
-            gaps = self.sim.gaps_to(end)
-            for a in self.averages:
-                replay_pieces(a, ticks, gaps, lo, end)
+            replay_all(self.averages, ticks, self.sim.gaps_to(end), lo, end)
         self.synced = end - 1
 
     def restart(self, now):

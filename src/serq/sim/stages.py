@@ -15,7 +15,7 @@ from heapq import heapify, heappop, heappush  # (module globals: no attribute re
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Final, List, Optional, Set, Tuple
 
-from ..report.stats import TimeAverage, Welford, replay_pieces
+from ..report.stats import TimeAverage, Welford, replay_pair
 
 if TYPE_CHECKING:
     from .engine import Simulator
@@ -120,8 +120,7 @@ class Stage(object):
         if lo < end:
             st = self.stats
             gaps = self.sim.gaps_to(end)
-            replay_pieces(st.number, ticks, gaps, lo, end)
-            replay_pieces(st.util, ticks, gaps, lo, end)
+            replay_pair(st.number, st.util, ticks, gaps, lo, end)
         self.synced = end - 1
 
     def restart(self, now: float) -> None:
