@@ -30,11 +30,9 @@ the faster.
 from typing import TYPE_CHECKING, Any, Callable, Final, List, Optional
 
 from ..ir import nodes as ir
-from math import copysign
-
 from .arith import fceil, fdiv, fexp, ffloor, fln, fmax, fmin, fpow, fsqrt
 from .codegen import NATIVE_CORE, _pure
-from .pools import Pool, total_key
+from .pools import Pool, total_key, total_less
 from .stages import Stage
 from .step_plan import StepContext
 
@@ -358,13 +356,8 @@ def choose_least(trees: List[Node], x: StepContext, a: List[float], slot: int,
         v = f.ev(x)
         if j == 0:
             bv = v
-        elif v < bv:
+        elif total_less(v, bv):
             bv = v
-            best_j = float(j)
-        elif v != v or bv == bv and v != bv:
-            continue  # (NaN is last; a larger number loses)
-        elif bv != bv or (v == 0.0 and copysign(1.0, v) < copysign(1.0, bv)):
-            bv = v  # a number before NaN; -0 before +0
             best_j = float(j)
     return best_j
 

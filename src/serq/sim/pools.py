@@ -466,6 +466,16 @@ class Pool(object):
             self.touched.add(self)
 
 
+def total_less(v: float, best: float) -> bool:
+    """``v`` comes before ``best`` in Rust's ``total_cmp`` order (NaN after
+    every number, -0 before +0), compared as floats."""
+    if v < best:
+        return True
+    if v != v or best == best and v != best:
+        return False  # (NaN is last; a larger number loses)
+    return best != best or (v == 0.0 and math.copysign(1.0, v) < math.copysign(1.0, best))
+
+
 def total_key(v):
     """Rust's ``total_cmp`` order: NaN after +inf, -0 before +0."""
     if v != v:

@@ -26,7 +26,7 @@ from . import rng as streams
 from .codegen import BlockWriter
 from .exprs import fmt
 from .holds import HoldOps, HoldRun
-from .pools import total_key
+from .pools import total_key, total_less
 from .step_plan import StepContext
 
 WAIT: Final = 0
@@ -241,13 +241,8 @@ def _choose_one(s: Any, a: Any, slot: int, f: Any, n: int) -> float:
         v = f(s)
         if j == 0:
             bv = v
-        elif v < bv:
+        elif total_less(v, bv):
             bv = v
-            best_j = float(j)
-        elif v != v or bv == bv and v != bv:
-            continue  # (NaN is last; a larger number loses)
-        elif bv != bv or (v == 0.0 and math.copysign(1.0, v) < math.copysign(1.0, bv)):
-            bv = v  # a number before NaN; -0 before +0
             best_j = float(j)
     return best_j
 
