@@ -266,8 +266,7 @@ class Folding(object):
         """A folded iteration end (``iteration_end`` with no one done)."""
         st = self.st
         st.account(now)
-        st.running = None
-        self.sim.may_plan.add(st)  # (as iteration_end: the general plan may follow)
+        st.running = None  # (not yet in ``may_plan``: fold adds it where the general plan follows)
         if self.sim.warm:  # (read now: the warm-up may end between a stretch's iterations)
             st.itl.add_repeat(now - self.last_end, self.n)
         self.last_end = now
@@ -435,6 +434,7 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
             st.iteration_end(None)
             sim.settle()
             return
+        fresh = f is None  # (a first end: iteration_end puts st in ``may_plan``)
         if f is None:
             st.iteration_end(None)
             if sim.ready or sim.changed or sim.pool_watch or not _quiet_others(sim, st):
@@ -460,15 +460,22 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
             st.preempt_count = 0
             folded = f.start(B, C)
             if folded:
+                # running again, and not in ``may_plan``, as the general
+                # plan's walk would leave it (``_quiet_others`` then walks
+                # only the stages that may plan, not every folding one)
+                if fresh:
+                    sim.may_plan.discard(st)
                 sim.fold_stage = None  # (this loop goes on with it)
             else:
                 # the budget or a growth: the general plan, from the budget
                 # and chunk already read
+                sim.may_plan.add(st)  # (as iteration_end)
                 del folds[st.index]
                 f.write_back()
                 st.attempt_read(B, C)
         else:
             if f is not None:
+                sim.may_plan.add(st)  # (as iteration_end)
                 del folds[st.index]
                 f.write_back()
             if st.running is None and st.pending():
