@@ -30,6 +30,7 @@ CORE = [
     "serq/sim/rng_batch.py",
     "serq/sim/dist.py",
     "serq/sim/xdist.py",
+    "serq/sim/recorded.py",
     "serq/sim/stages.py",
     "serq/sim/step.py",
     "serq/sim/step_plan.py",

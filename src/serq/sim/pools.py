@@ -13,6 +13,7 @@ import math
 from typing import Any, Dict, Final, List, Optional, Set, Tuple
 
 from ..report.stats import TimeAverage, Welford, replay_all
+from .recorded import Recorded
 
 EPS: Final = 1e-9
 
@@ -125,7 +126,7 @@ def _piece(a: TimeAverage, v: float, now: float) -> None:
         a.value = v
 
 
-class Pool(object):
+class Pool(Recorded):
     # Typed for the compiled core (what the eviction loop reads natively).
     used: float
     cached: float
@@ -140,9 +141,8 @@ class Pool(object):
     queue: List[Any]
     holders: List[Any]
     blocked: bool
-    synced: int
     sim: Any
-    touched: Set[Any]
+    touched: Set[Recorded]
     evict_keys: Any
     spill: Any
     averages: Tuple[TimeAverage, ...]

@@ -16,6 +16,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Final, List, Optional, Set, Tuple
 
 from ..report.stats import TimeAverage, Welford, replay_pair
+from .recorded import Recorded
 
 if TYPE_CHECKING:
     from .engine import Simulator
@@ -62,7 +63,7 @@ class StageStats(object):
         self.itl: Any = None
 
 
-class Stage(object):
+class Stage(Recorded):
     """What every stage has: a name, its statistics and the simulator."""
 
     kind = ""
@@ -78,10 +79,9 @@ class Stage(object):
     def present(self) -> int:
         raise NotImplementedError
 
-    #: What the stage's time averages were last set from (``present()``),
-    #: and the index in ``sim.ticks`` up to which their pieces are added.
+    #: What the stage's time averages were last set from (``present()``;
+    #: ``synced``, Recorded's, says up to which tick their pieces are added).
     last_n = 0
-    synced = -1
 
     def record(self, now: float) -> None:
         # The time averages take a piece at every event (see TimeAverage);

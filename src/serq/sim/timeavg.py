@@ -15,6 +15,7 @@ from typing import Any, Final, List, Set, cast
 
 from ..report.stats import TimeAverage
 from .clock import Clock
+from .recorded import Recorded
 
 #: Event times kept for the time averages that add their pieces late
 #: (settle); past this many, every stage and pool catches up.
@@ -60,12 +61,12 @@ class TimeAverages(Clock):
         self.live_avg = TimeAverage(0.0)
         self.ticks: List[float] = [0.0]  # the times of the events since the last catch-up (settle)
         self.gaps: List[float] = [0.0]  # gaps[i] = ticks[i] - ticks[i - 1], as far as read (gaps_to)
-        self.catchers: List[Any] = []
+        self.catchers: List[Recorded] = []
         self.gauges: List[GaugeTrace] = []  # (the program's, set by the simulator)
         # The stages and pools whose values may have changed in this event
         # (each adds itself where it changes): only they record at its end.
         # (a set wherever the core is compiled: PyPy runs it interpreted)
-        self.touched: Set[Any] = cast(Set[Any], UNTRACKED) if RECORD_ALL else set()
+        self.touched: Set[Recorded] = cast(Set[Recorded], UNTRACKED) if RECORD_ALL else set()
 
     def start_recording(self):
         """At the start of the run: who catches up, and who records at
