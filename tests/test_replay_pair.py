@@ -1,9 +1,9 @@
-"""A time average's late pieces two at a time (report/stats.py
-``replay_pair``, ``replay_all``) give the bits of one pass per average."""
+"""A time average's late pieces two or three at a time (report/stats.py
+``replay_pair``, ``replay_triple``, ``replay_all``) give the bits of one pass per average."""
 import random
 import struct
 
-from serq.report.stats import TimeAverage, replay_all, replay_pair, replay_pieces
+from serq.report.stats import TimeAverage, replay_all, replay_pair, replay_pieces, replay_triple
 
 
 def _avg(g, v):
@@ -28,9 +28,14 @@ def test_pairs_and_groups_give_the_bits_of_single_passes():
         one = [_avg(random.Random(seed + i), v) for i, v in enumerate(values)]
         two = [_avg(random.Random(seed + i), v) for i, v in enumerate(values)]
         three = [_avg(random.Random(seed + i), v) for i, v in enumerate(values)]
+        four = [_avg(random.Random(seed + i), v) for i, v in enumerate(values)]
         for a in one:
             replay_pieces(a, ticks, gaps, lo, end)
         replay_all(two, ticks, gaps, lo, end)
         replay_pair(three[0], three[1], ticks, gaps, lo, end)
         assert [_bits(a) for a in two] == [_bits(a) for a in one]
         assert [_bits(a) for a in three[:2]] == [_bits(a) for a in one[:2]]
+        nonzero = [i for i, v in enumerate(values) if v != 0.0][:3]
+        if len(nonzero) == 3:
+            replay_triple(*[four[i] for i in nonzero], ticks, gaps, lo, end)
+            assert [_bits(four[i]) for i in nonzero] == [_bits(one[i]) for i in nonzero]
