@@ -9,6 +9,7 @@ from ..errors import RunError
 from .exprs import fmt
 from .holds import HoldRun, Lease, Preempted, infinite_units, try_grow
 from .pools import EPS, Pool, Waiting, round_up, total_key
+from .recorded import Recorded
 from .timeavg import TimeAverages
 
 if TYPE_CHECKING:
@@ -17,17 +18,31 @@ if TYPE_CHECKING:
 WAIT: Final = 0
 
 
-def _index(x):
-    return x.index
+def _in_order(members: Set[Any], after: int) -> List[Recorded]:
+    """The members of ``members`` whose index is past ``after``, by index:
+    an insertion sort (a handful of stages or pools, their indices compared
+    natively where the core is compiled)."""
+    order: List[Recorded] = []
+    for m in members:
+        y: Recorded = m
+        k = y.index
+        if k > after:
+            order.append(y)
+            j = len(order) - 1
+            while j > 0 and order[j - 1].index > k:
+                order[j] = order[j - 1]
+                j -= 1
+            order[j] = y
+    return order
 
 
-def walk_in_order(members, visit):
+def walk_in_order(members: Set[Any], visit: Any) -> None:
     """``visit(x)`` for the members of the set ``members`` in the order of
     their ``index``, as a walk of a list of all of them in that order that
     skips non-members would: a member that joins during the walk is visited
     if its index is past the one being visited.  ``visit`` returns whether
     ``x`` stays a member (it may add members, never remove them)."""
-    order = sorted(members, key=_index)
+    order = _in_order(members, -1)  # (indices are >= 0)
     i = 0
     while i < len(order):
         x = order[i]
@@ -35,7 +50,7 @@ def walk_in_order(members, visit):
         before = len(members)
         keep = visit(x)
         if len(members) > before:  # (joined during the visit)
-            order = sorted([y for y in members if y.index > x.index], key=_index)
+            order = _in_order(members, x.index)
             i = 0
         if not keep:
             members.discard(x)

@@ -12,6 +12,8 @@ class Recorded(object):
     the settle's and the catch-up's loops call ``record`` and ``catch_up``
     through the compiled core's method table, not by name."""
 
+    #: its place among the stages or among the pools (set by each)
+    index: int
     #: the index in ``sim.ticks`` up to which its pieces are added
     synced = -1
 
