@@ -210,6 +210,11 @@ def replay_pieces(a: "TimeAverage", ticks: List[float], gaps: List[float],
     a.last = ticks[end - 1]
 
 
+#: ``replay_pair``'s third average in ``replay_triple``: its bits are never
+#: read (its value is 1, so the pass is that of three averages not 0).
+_SPARE: Final = TimeAverage(1.0)
+
+
 def replay_pair(a: "TimeAverage", b: "TimeAverage", ticks: List[float],
                 gaps: List[float], lo: int, end: int) -> None:
     """``replay_pieces`` of ``a`` and of ``b`` over the same events in one
@@ -221,21 +226,7 @@ def replay_pair(a: "TimeAverage", b: "TimeAverage", ticks: List[float],
         replay_pieces(a, ticks, gaps, lo, end)
         replay_pieces(b, ticks, gaps, lo, end)
         return
-    t = ticks[lo]
-    area_a = a.area + va * (t - a.last)
-    area_b = b.area + vb * (t - b.last)
-    k: "i64" = lo + 1
-    stop: "i64" = end
-    while k < stop:
-        g = gaps[k]
-        area_a += va * g
-        area_b += vb * g
-        k += 1
-    a.area = area_a
-    b.area = area_b
-    t = ticks[end - 1]
-    a.last = t
-    b.last = t
+    replay_triple(a, b, _SPARE, ticks, gaps, lo, end)
 
 
 def replay_triple(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
