@@ -1,5 +1,6 @@
 """A time average's late pieces two or three at a time (report/stats.py
-``replay_pair``, ``replay_triple``, ``replay_all``) give the bits of one pass per average."""
+``replay_pair``, ``replay_triple``, ``replay_all``) give the bits of one
+pass per average."""
 import random
 import struct
 

@@ -79,8 +79,8 @@ class Stage(Recorded):
     def present(self) -> int:
         raise NotImplementedError
 
-    #: What the stage's time averages were last set from (``present()``;
-    #: ``synced``, Recorded's, says up to which tick their pieces are added).
+    #: What the stage's time averages were last set from (``present()``);
+    #: ``Recorded.synced`` says up to which tick their pieces are added.
     last_n = 0
 
     def record(self, now: float) -> None:
