@@ -37,6 +37,8 @@ change nothing here without re-running those tests.
 import math
 from typing import TYPE_CHECKING, Any, Dict, Final, List, Optional, Sequence, Tuple
 
+from ..floatvec import vec
+
 if TYPE_CHECKING:
     # (in annotations of local variables only: a machine integer where
     # mypyc compiles this module, an int elsewhere)
@@ -187,7 +189,7 @@ class TimeAverage(object):
         return self.integral(end) / span
 
 
-def replay_pieces(a: "TimeAverage", ticks: List[float], gaps: List[float],
+def replay_pieces(a: "TimeAverage", ticks: vec[float], gaps: vec[float],
                   lo: int, end: int) -> None:
     """``a.set(t, a.value)`` for ``t`` in ``ticks[lo:end]``: a time average
     whose value stayed put takes its pieces late, with the same float
@@ -215,8 +217,8 @@ def replay_pieces(a: "TimeAverage", ticks: List[float], gaps: List[float],
 _SPARE: Final = TimeAverage(1.0)
 
 
-def replay_pair(a: "TimeAverage", b: "TimeAverage", ticks: List[float],
-                gaps: List[float], lo: int, end: int) -> None:
+def replay_pair(a: "TimeAverage", b: "TimeAverage", ticks: vec[float],
+                gaps: vec[float], lo: int, end: int) -> None:
     """``replay_pieces`` of ``a`` and of ``b`` over the same events in one
     pass (each gap read once): each average's additions are its own, in
     its own order, so the bits are those of two passes."""
@@ -230,7 +232,7 @@ def replay_pair(a: "TimeAverage", b: "TimeAverage", ticks: List[float],
 
 
 def replay_triple(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
-                  ticks: List[float], gaps: List[float], lo: int, end: int) -> None:
+                  ticks: vec[float], gaps: vec[float], lo: int, end: int) -> None:
     """``replay_pair`` of three averages whose values are not 0 (a pool's
     used, cached and holders, say): one pass, each gap read once, each
     average's additions its own and in its own order."""
@@ -258,7 +260,7 @@ def replay_triple(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
     c.last = t
 
 
-def replay_all(averages: Sequence["TimeAverage"], ticks: List[float], gaps: List[float],
+def replay_all(averages: Sequence["TimeAverage"], ticks: vec[float], gaps: vec[float],
                lo: int, end: int) -> None:
     """``replay_pieces`` of every average of ``averages`` whose value is not
     0, three at a time (``replay_triple``), then two (``replay_pair``)."""

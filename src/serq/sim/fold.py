@@ -51,6 +51,7 @@ from heapq import heappop, heappush  # (module globals: no attribute read per ca
 import time
 from typing import TYPE_CHECKING, Any, Dict, Final, List, Optional, Tuple
 
+from ..floatvec import append, vec
 from ..ir import nodes as ir
 from ..report.stats import TimeAverage
 from .holds import HoldRun, try_grow
@@ -307,9 +308,10 @@ def settle_tail(sim: "Simulator", now: float) -> None:
     a.area += a.value * (now - a.last)
     a.last = now
     a.value = float(sim.live)
-    ticks: List[float] = sim.ticks
+    ticks: vec[float] = sim.ticks
     if ticks[-1] != now:
-        ticks.append(now)
+        ticks = append(ticks, now)
+        sim.ticks = ticks
         if len(ticks) > TICKS_KEPT:
             sim.compact_ticks(now)
     touched = sim.touched

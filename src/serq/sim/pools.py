@@ -12,6 +12,7 @@ from heapq import heapify, heappop, heappush  # (module globals: no attribute re
 import math
 from typing import Any, Dict, Final, List, Optional, Set, Tuple
 
+from ..floatvec import vec
 from ..report.stats import TimeAverage, Welford, replay_all
 from .recorded import Recorded
 
@@ -238,7 +239,7 @@ class Pool(Recorded):
         self.sig_reserved = reserved
         self.sig_blocked = blocked
         # the pieces left for later, up to the current event (Stage.set_number)
-        ticks: List[float] = self.sim.ticks
+        ticks: vec[float] = self.sim.ticks
         k = len(ticks) - 1
         if self.synced < k - 1:
             self.catch_up(ticks, k)
@@ -257,7 +258,7 @@ class Pool(Recorded):
         return (self.sig_used, self.sig_cached, self.sig_queued, self.sig_holders,
                 self.sig_reserved, self.sig_blocked)
 
-    def catch_up(self, ticks: List[float], end: int) -> None:
+    def catch_up(self, ticks: vec[float], end: int) -> None:
         """Add the pieces of the events ``ticks[synced + 1:end]`` (values
         unchanged since the last ``record`` that set them)."""
         lo = self.synced + 1

@@ -4,7 +4,7 @@ A module of its own, importing nothing of the simulator, so that the stages
 (stages.py), the pools (pools.py) and the settle that records them
 (timeavg.py, settle.py, fold.py) can all name it without an import circle.
 """
-from typing import List
+from ..floatvec import vec
 
 
 class Recorded(object):
@@ -22,6 +22,6 @@ class Recorded(object):
         (or left for later, while its values are unchanged)."""
         raise NotImplementedError
 
-    def catch_up(self, ticks: List[float], end: int) -> None:
+    def catch_up(self, ticks: vec[float], end: int) -> None:
         """The pieces left for later, through ``ticks[end - 1]``."""
         raise NotImplementedError

@@ -14,6 +14,7 @@ from collections import deque
 from typing import Any, Deque, List, Set, cast
 
 from ..errors import RunError
+from ..floatvec import append
 from . import fold as folding
 from .exprs import fmt
 from .holds import Rejected
@@ -334,7 +335,8 @@ class Settle(PoolSim):
                 live_avg.value = float(self.live)
                 ticks = self.ticks
                 if ticks[-1] != t:
-                    ticks.append(t)
+                    ticks = append(ticks, t)
+                    self.ticks = ticks
                     if len(ticks) > TICKS_KEPT:
                         self.compact_ticks(t)
                 if touched:

@@ -15,6 +15,7 @@ from heapq import heapify, heappop, heappush  # (module globals: no attribute re
 from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Final, List, Optional, Set, Tuple
 
+from ..floatvec import vec
 from ..report.stats import TimeAverage, Welford, replay_pair
 from .recorded import Recorded
 
@@ -113,7 +114,7 @@ class Stage(Recorded):
         a.last = now
         a.value = 1.0 if n > 0 else 0.0
 
-    def catch_up(self, ticks: List[float], end: int) -> None:
+    def catch_up(self, ticks: vec[float], end: int) -> None:
         """Add the pieces of the events ``ticks[synced + 1:end]``, where the
         values did not change (the same operations as a ``set`` at each)."""
         lo = self.synced + 1
@@ -472,7 +473,7 @@ class SharedStage(Stage):
         a.last = now
         a.value = load / self.cap
 
-    def catch_up(self, ticks: List[float], end: int) -> None:
+    def catch_up(self, ticks: vec[float], end: int) -> None:
         pass  # (recorded at every event: the load changes with the flows)
 
     def work_left(self, now: float) -> float:

@@ -13,6 +13,7 @@ just before the clock moves to a later instant, and at the end.
 import platform
 from typing import Any, Final, List, Set, cast
 
+from ..floatvec import append, vec
 from ..report.stats import TimeAverage
 from .clock import Clock
 from .recorded import Recorded
@@ -59,8 +60,12 @@ class TimeAverages(Clock):
 
     def init_averages(self) -> None:
         self.live_avg = TimeAverage(0.0)
-        self.ticks: List[float] = [0.0]  # the times of the events since the last catch-up (settle)
-        self.gaps: List[float] = [0.0]  # gaps[i] = ticks[i] - ticks[i - 1], as far as read (gaps_to)
+        # The times of the events since the last catch-up (settle), and
+        # gaps[i] = ticks[i] - ticks[i - 1] as far as read (gaps_to); vectors
+        # of machine doubles where the core is compiled (floatvec.py): each
+        # append stores the returned vector.
+        self.ticks: vec[float] = append(vec[float](), 0.0)
+        self.gaps: vec[float] = append(vec[float](), 0.0)
         self.catchers: List[Recorded] = []
         self.gauges: List[GaugeTrace] = []  # (the program's, set by the simulator)
         # The stages and pools whose values may have changed in this event
@@ -82,12 +87,12 @@ class TimeAverages(Clock):
         """Every stage and pool catches up through ``now`` (the last tick),
         and the kept event times start again from it."""
         self.catch_up_all()
-        self.ticks = [now]
-        self.gaps = [0.0]
+        self.ticks = append(vec[float](), now)
+        self.gaps = append(vec[float](), 0.0)
         for r in self.catchers:
             r.synced = 0
 
-    def gaps_to(self, end: int) -> List[float]:
+    def gaps_to(self, end: int) -> vec[float]:
         """``gaps`` through index ``end - 1``, each worked out once, when a
         catch-up first reads it (``gaps[0]`` is not read)."""
         gaps = self.gaps
@@ -96,7 +101,8 @@ class TimeAverages(Clock):
             ticks = self.ticks
             i: int
             for i in range(n, end):  # (typed: compiled, each gap unboxed)
-                gaps.append(ticks[i] - ticks[i - 1])
+                gaps = append(gaps, ticks[i] - ticks[i - 1])
+            self.gaps = gaps
         return gaps
 
     def catch_up_all(self):
