@@ -9,8 +9,9 @@ are read just before the clock moves to a later instant (timeavg.py).
 import heapq
 import os
 import time
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List
 
+from .events import OBJECTS, Event, pop_event, push_event
 from .exprs import fmt
 
 _heappush = heapq.heappush
@@ -61,7 +62,9 @@ class Clock(object):
 
     def init_clock(self) -> None:
         self.now: float = 0.0
-        self.heap: List[Tuple[float, int, Any, Any]] = []  # (time, seq, fn, arg)
+        # Events (events.py: an ``Event`` each, or a tuple (time, seq, fn,
+        # arg) on interpreted CPython)
+        self.heap: List[Any] = []
         self.seq: int = 0
         self.events: int = 0
         # Ctrl-C during a run sets this (``interrupts``), and the event loops
@@ -83,9 +86,22 @@ class Clock(object):
         # the process instead of raising.
         self.memory_bound: Any = None
 
+    def nothing_due(self) -> bool:
+        """No event is due at this instant: the heap's first is later."""
+        heap = self.heap
+        if not heap:
+            return True
+        if OBJECTS:
+            e: Event = heap[0]
+            return e.t > self.now
+        return heap[0][0] > self.now
+
     def schedule(self, t, fn, arg):
         self.seq += 1
-        _heappush(self.heap, (t, self.seq, fn, arg))
+        if OBJECTS:
+            push_event(self.heap, Event(t, self.seq, fn, arg))
+        else:
+            _heappush(self.heap, (t, self.seq, fn, arg))
 
     def run_events(self, limit, progress, max_events, max_wall):
         """The event loop of ``run``, from its first settle to the end:
@@ -111,7 +127,11 @@ class Clock(object):
                 if limit is not None and self.arrived >= limit and self.live == 0:
                     end = self.now
                     break
-                t = heap[0][0]
+                if OBJECTS:
+                    top: Event = heap[0]
+                    t = top.t
+                else:
+                    t = heap[0][0]
                 if t > horizon:
                     break
                 if max_events is not None and self.events >= max_events:
@@ -121,7 +141,12 @@ class Clock(object):
                     self.sync_fold_top()  # (its stretch, if the event ends one's iteration)
                 if gauges and t > self.now:
                     self.read_gauges()
-                _, _, fn, arg = heappop(heap)
+                if OBJECTS:
+                    e = pop_event(heap)
+                    fn = e.fn
+                    arg = e.arg
+                else:
+                    _, _, fn, arg = heappop(heap)
                 self.now = t
                 self.events += 1
                 fn(arg)

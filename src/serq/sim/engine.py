@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Set, cast
 from ..errors import RunError
 from ..ir import nodes as ir
 from .clock import check_memory, interrupts
+from .events import OBJECTS, Event, push_event
 from . import rng as streams
 from .rng_batch import StatementStreams, WorkloadStreams
 from .samples import Observation, RunningObservation
@@ -318,7 +319,10 @@ class Simulator(Settle):
                     raise RunError("`arrive renewal(…)`: the interarrival time is %s, not a "
                                    "positive time" % fmt(gap))
             self.seq += 1  # self.schedule(self.now + gap, self.arrive, None), inlined
-            _heappush(self.heap, (self.now + gap, self.seq, self.arrive, None))
+            if OBJECTS:
+                push_event(self.heap, Event(self.now + gap, self.seq, self.arrive, None))
+            else:
+                _heappush(self.heap, (self.now + gap, self.seq, self.arrive, None))
         self.spawn()
 
     def spawn(self) -> Session:

@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Dict, Final, List, Optional, Tuple
 from ..floatvec import append, vec
 from ..ir import nodes as ir
 from ..report.stats import TimeAverage
+from .events import OBJECTS, Event, pop_event
 from .holds import HoldRun, try_grow
 from .pools import EPS, Pool, round_up
 from .step import Step
@@ -105,13 +106,23 @@ def _whole(x: float) -> bool:
 def _second_time(heap: List[Any]) -> float:
     """The time of the event after the heap's first (inf if none)."""
     n = len(heap)
-    if n > 2:
-        a: float = heap[1][0]  # (typed: the comparison is native)
-        b: float = heap[2][0]
-        return a if a < b else b
-    if n == 2:
-        return heap[1][0]
-    return float("inf")
+    if n < 2:
+        return float("inf")
+    a: float
+    b: float  # (typed: the comparison is native)
+    if OBJECTS:
+        e: Event = heap[1]
+        a = e.t
+        if n == 2:
+            return a
+        e = heap[2]
+        b = e.t
+    else:
+        a = heap[1][0]
+        if n == 2:
+            return a
+        b = heap[2][0]
+    return a if a < b else b
 
 
 class Folding(object):
@@ -334,7 +345,13 @@ def _quiet_others(sim: "Simulator", st: Step) -> bool:
 
 def _stage_of(entry: Any) -> Optional[Step]:
     """The step stage whose iteration end the heap entry is, or None."""
-    st = getattr(entry[2], "__self__", None)
+    fn: Any
+    if OBJECTS:
+        e: Event = entry
+        fn = e.fn
+    else:
+        fn = entry[2]
+    st = getattr(fn, "__self__", None)
     if isinstance(st, Step) and st.end_entry is entry:
         return st
     return None
@@ -418,13 +435,21 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
         f = folds.get(st.index)
         if f is None and not (st.fold_ok and st.decode_launch and st.residents):
             break
-        t: float = entry[0]
+        t: float
+        if OBJECTS:
+            e: Event = entry
+            t = e.t
+        else:
+            t = entry[0]
         if t > horizon or not _second_time(heap) > t or sim.stop_requested or (
                 max_events is not None and sim.events >= max_events):
             break
         if gauges and t > sim.now:
             sim.read_gauges()
-        heappop(heap)
+        if OBJECTS:
+            pop_event(heap)
+        else:
+            heappop(heap)
         sim.now = t
         sim.events += 1
         if f is not None and (sim.ready or sim.changed or sim.pool_watch

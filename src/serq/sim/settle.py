@@ -16,6 +16,7 @@ from typing import Any, Deque, List, Set, cast
 from ..errors import RunError
 from ..floatvec import append
 from . import fold as folding
+from .events import OBJECTS, Event, pop_event
 from .exprs import fmt
 from .holds import Rejected
 from .poolsim import PoolSim, walk_in_order
@@ -145,9 +146,9 @@ class Settle(PoolSim):
                 self.pool_pass()
             if not ready:
                 break
-        if self.changed or (self.steps_and_ps and (not self.heap or self.heap[0][0] > self.now)):
+        if self.changed or (self.steps_and_ps and self.nothing_due()):
             self.reschedule_changed()
-        elif self.may_plan and (not self.heap or self.heap[0][0] > self.now):
+        elif self.may_plan and self.nothing_due():
             # The same with no ps stage to reschedule: the step stages only.
             self.plan_steps()
         if self.flows_dirty:
@@ -266,7 +267,7 @@ class Settle(PoolSim):
         instant; a ps stage whose job set changed reschedules."""
         changed = set(self.changed)
         self.changed = []
-        quiet = not self.heap or self.heap[0][0] > self.now
+        quiet = self.nothing_due()
         for st in self.stages:
             if st.kind == "step":
                 if quiet and st.running is None and st.pending():
@@ -304,10 +305,19 @@ class Settle(PoolSim):
         s: Session
         try:
             while heap:
-                t = heap[0][0]
-                if t > horizon:
-                    break
-                _, _, fn, arg = heappop(heap)
+                if OBJECTS:
+                    e: Event = heap[0]
+                    t = e.t
+                    if t > horizon:
+                        break
+                    pop_event(heap)
+                    fn = e.fn
+                    arg = e.arg
+                else:
+                    t = heap[0][0]
+                    if t > horizon:
+                        break
+                    _, _, fn, arg = heappop(heap)
                 self.now = t
                 events += 1
                 fn(arg)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Final, List, Optio
 
 from ..floatvec import vec
 from ..report.stats import TimeAverage, Welford, replay_pair
+from .events import OBJECTS, Event, push_event
 from .recorded import Recorded
 
 if TYPE_CHECKING:
@@ -214,7 +215,10 @@ class Fifo(Stage):
         self.in_service[id(job)] = job
         sim = self.sim
         sim.seq += 1  # sim.schedule(t, self.finish, job), inlined
-        heappush(sim.heap, (t, sim.seq, self.on_finish, job))
+        if OBJECTS:
+            push_event(sim.heap, Event(t, sim.seq, self.on_finish, job))
+        else:
+            heappush(sim.heap, (t, sim.seq, self.on_finish, job))
 
     def finish(self, job: Job) -> None:
         sim = self.sim

@@ -15,6 +15,7 @@ from ..errors import RunError
 from ..ir import nodes as ir
 from ..report.stats import IntervalAverage, ItlHistogram, Welford
 from . import etree
+from .events import OBJECTS, Event, push_event
 from .exprs import fmt
 from .holds import try_grow
 from .pools import EPS, Pool, round_up, total_key
@@ -615,10 +616,15 @@ class Step(Stage):
         # sim.schedule(now + cost, …), keeping the entry: a stretch of
         # decodes folds while it is the heap's first (fold.py)
         sim.seq += 1
-        # (typed Any: compiled, a tuple of known item types is a C struct,
-        # boxed anew at each use, and the heap's item would not be this one)
-        entry: Any = (sim.now + cost, sim.seq, self.on_iteration_end, None)
-        heappush(sim.heap, entry)
+        entry: Any
+        if OBJECTS:
+            entry = Event(sim.now + cost, sim.seq, self.on_iteration_end, None)
+            push_event(sim.heap, entry)
+        else:
+            # (typed Any: a tuple of known item types would be boxed anew
+            # at each use, and the heap's item would not be this one)
+            entry = (sim.now + cost, sim.seq, self.on_iteration_end, None)
+            heappush(sim.heap, entry)
         self.end_entry = entry
         self.decode_launch = plan is None
         if plan is None and self.fold_ok:

@@ -1,0 +1,87 @@
+"""The event heap's entries and its two operations.
+
+The simulator's heap (clock.py) orders events by (time, insertion sequence).
+Where the core is compiled, and on PyPy, an entry is an ``Event`` and the
+heap is kept by ``push_event`` and ``pop_event`` below: compiled, their
+comparisons read two machine doubles (and two integers on a tie) where a
+tuple's comparison goes through Python's generic one; PyPy's JIT runs them
+faster than its heapq on tuples.  Interpreted CPython keeps tuples
+``(time, seq, fn, arg)`` and the C heapq, which is faster there
+(``OBJECTS`` says which; each call site has both).
+
+Both keep the layout heapq would: the same sift steps, so the same entry at
+every index (tests/test_events.py), and the same order of events.
+"""
+import platform
+from typing import Any, Final, List
+
+from ..floatvec import compiled_core
+
+#: Whether the heap's entries are ``Event``s (compiled core, PyPy) rather
+#: than tuples (interpreted CPython).
+OBJECTS: Final = compiled_core() or platform.python_implementation() == "PyPy"
+
+
+class Event(object):
+    """One scheduled event: ``fn(arg)`` at time ``t``, the ``seq``-th
+    scheduled (ties at one time run in that order)."""
+
+    __slots__ = ("t", "seq", "fn", "arg")
+
+    def __init__(self, t: float, seq: int, fn: Any, arg: Any) -> None:
+        self.t = t
+        self.seq = seq
+        self.fn = fn
+        self.arg = arg
+
+
+def _before(a: Event, b: Event) -> bool:
+    return a.t < b.t or (a.t == b.t and a.seq < b.seq)
+
+
+def _sift_down(heap: List[Event], start: int, pos: int) -> None:
+    """heapq's ``_siftdown``: the entry at ``pos`` moves up towards
+    ``start`` past every parent it comes before."""
+    item = heap[pos]
+    while pos > start:
+        parent_pos = (pos - 1) >> 1
+        parent = heap[parent_pos]
+        if _before(item, parent):
+            heap[pos] = parent
+            pos = parent_pos
+            continue
+        break
+    heap[pos] = item
+
+
+def push_event(heap: List[Event], e: Event) -> None:
+    """heapq's ``heappush`` of ``e``."""
+    heap.append(e)
+    _sift_down(heap, 0, len(heap) - 1)
+
+
+def pop_event(heap: List[Event]) -> Event:
+    """heapq's ``heappop``: the first event, the last entry sifted from the
+    root to a leaf along the earlier children and back up (heapq's
+    ``_siftup``)."""
+    last = heap.pop()
+    if not heap:
+        return last
+    first = heap[0]
+    end = len(heap)
+    pos = 0
+    child = 1
+    while child < end:
+        right = child + 1
+        c = heap[child]
+        if right < end:
+            r = heap[right]
+            if not _before(c, r):
+                child = right
+                c = r
+        heap[pos] = c
+        pos = child
+        child = 2 * pos + 1
+    heap[pos] = last
+    _sift_down(heap, 0, pos)
+    return first
