@@ -412,7 +412,7 @@ class ItlHistogram(object):
         """``add(x)`` ``k`` times: the same count, bucket and float sum."""
         self.n += k
         total = self.total
-        for _ in range(k):
+        for _i in range(k):
             total += x
         self.total = total
         _count(self.buckets, self.bucket(x), x, k)

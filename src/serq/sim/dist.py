@@ -71,7 +71,7 @@ def erlang(rng, k, mean):
     phase = mean / n
     f = rng.random_f64
     total = 0.0
-    for _ in range(n):
+    for _i in range(n):
         total += -phase * log(1.0 - f())
     return total
 

@@ -236,7 +236,9 @@ class Folding(object):
         """A folded iteration start (``plan_decodes`` and ``start_decodes``
         of every resident's token), if the budget ``B`` covers it."""
         left = B
-        for _ in range(self.n):
+        # (a named loop variable: mypy types ``_`` as Any, and compiled
+        # each count would be boxed)
+        for _i in range(self.n):
             if not left >= 1.0:
                 return False
             left -= 1.0

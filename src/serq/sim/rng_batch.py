@@ -137,7 +137,7 @@ def _wide_keys(seed: int, first: int, b: int, c: int, sh: _BatchShape
     words: List[bytes] = []
     rots: List[bytes] = []
     inc = sh.inc
-    for _ in range(8):
+    for _i in range(8):
         x = (x * _PCG_MUL + inc) & W
         words.append((((x >> 18) ^ x) >> 27).to_bytes(nbytes, "little"))
         rots.append((x >> 59).to_bytes(nbytes, "little"))

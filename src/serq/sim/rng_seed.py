@@ -39,7 +39,7 @@ def seed_key(seed: int) -> Key:
     """
     state = seed
     key = []
-    for _ in range(8):
+    for _i in range(8):
         state = (state * _PCG_MUL + _PCG_INC) & _M64
         x = (((state >> 18) ^ state) >> 27) & _M32
         rot = state >> 59
