@@ -10,7 +10,7 @@ import pytest
 from serq.compiler import compile_program
 from serq.report.jsonfmt import report_json
 from serq.runner import run_program
-from serq.sim import engine, settle, timeavg
+from serq.sim import engine, timeavg
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAMS = sorted((ROOT / "tests" / "programs" / "pools").glob("*.sq"))[:12] + \
@@ -19,8 +19,9 @@ PROGRAMS = sorted((ROOT / "tests" / "programs" / "pools").glob("*.sq"))[:12] + \
 
 
 def _report(path, kept, monkeypatch):
-    # (defined in timeavg.py, read in settle.py's settle and run_lean)
-    monkeypatch.setattr(settle, "TICKS_KEPT", kept)
+    # (read by the simulator as it starts: the settle's and the folded
+    # events' catch-ups follow it)
+    monkeypatch.setattr(timeavg, "TICKS_KEPT", kept)
     kw = {"horizon": 60.0} if path.parent.name == "programs" and \
         path.parent.parent.name == "bench" else {}
     return report_json(run_program(compile_program(str(path), **kw)))

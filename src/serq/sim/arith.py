@@ -4,9 +4,10 @@ zero gives an infinity or NaN, ``ln(0)`` is ``-inf``), the math functions by
 name, the context variables' attribute names, and ``fmt`` for messages.
 """
 import math
+from typing import Final
 
-INF = math.inf
-NAN = math.nan
+INF: Final = math.inf
+NAN: Final = math.nan
 
 
 def fdiv(a: float, b: float) -> float:

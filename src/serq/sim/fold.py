@@ -59,7 +59,6 @@ from .holds import HoldRun, try_grow
 from .pools import EPS, Pool, round_up
 from .step import Step
 from .step_plan import StepJob
-from .timeavg import TICKS_KEPT
 
 if TYPE_CHECKING:
     from .engine import Simulator
@@ -325,7 +324,7 @@ def settle_tail(sim: "Simulator", now: float) -> None:
     if ticks[-1] != now:
         ticks = append(ticks, now)
         sim.ticks = ticks
-        if len(ticks) > TICKS_KEPT:
+        if len(ticks) > sim.ticks_kept:
             sim.compact_ticks(now)
     touched = sim.touched
     if touched:

@@ -11,7 +11,7 @@ the stages and pools that changed without saying so.
 """
 import heapq
 from collections import deque
-from typing import Any, Deque, List, Set, cast
+from typing import Any, Deque, Final, List, Set, cast
 
 from ..errors import RunError
 from ..floatvec import append
@@ -22,9 +22,8 @@ from .holds import Rejected
 from .poolsim import PoolSim, walk_in_order
 from .session import AGAIN, EndSession, Session
 from .step import Step
-from .timeavg import TICKS_KEPT
 
-READY_LIMIT = 1000
+READY_LIMIT: Final = 1000
 
 
 def _plan(st: Step) -> bool:
@@ -347,7 +346,7 @@ class Settle(PoolSim):
                 if ticks[-1] != t:
                     ticks = append(ticks, t)
                     self.ticks = ticks
-                    if len(ticks) > TICKS_KEPT:
+                    if len(ticks) > self.ticks_kept:
                         self.compact_ticks(t)
                 if touched:
                     for r in touched:

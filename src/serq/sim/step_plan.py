@@ -4,7 +4,7 @@ its tokens within the budget, growing its memory) and what the stage's
 expressions read (``StepContext``).
 """
 import math
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Final, List, Optional, Set, Tuple
 
 from .pools import EPS
 
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from .session import Session
     from .step import Step
 
-INF = math.inf
+INF: Final = math.inf
 
 
 class StepJob(object):

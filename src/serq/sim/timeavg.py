@@ -65,6 +65,9 @@ class TimeAverages(Clock):
         # of machine doubles where the core is compiled (floatvec.py): each
         # append stores the returned vector.
         self.ticks: vec[float] = append(vec[float](), 0.0)
+        # (read here once: a typed attribute where the settle reads it;
+        # tests/test_sim_ticks.py sets TICKS_KEPT lower before a run)
+        self.ticks_kept: int = TICKS_KEPT
         self.gaps: vec[float] = append(vec[float](), 0.0)
         self.catchers: List[Recorded] = []
         self.gauges: List[GaugeTrace] = []  # (the program's, set by the simulator)
