@@ -346,13 +346,12 @@ def _quiet_others(sim: "Simulator", st: Step) -> bool:
 
 def _stage_of(entry: Any) -> Optional[Step]:
     """The step stage whose iteration end the heap entry is, or None."""
-    fn: Any
+    st: Any  # (an iteration end's argument is its stage: Step.launch)
     if OBJECTS:
         e: Event = entry
-        fn = e.fn
+        st = e.arg
     else:
-        fn = entry[2]
-    st = getattr(fn, "__self__", None)
+        st = entry[3]
     if isinstance(st, Step) and st.end_entry is entry:
         return st
     return None

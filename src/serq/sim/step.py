@@ -614,16 +614,18 @@ class Step(Stage):
         if sim.trace_iterations is not None:
             sim.trace_iterations(self, plan, assigned, cost)
         # sim.schedule(now + cost, …), keeping the entry: a stretch of
-        # decodes folds while it is the heap's first (fold.py)
+        # decodes folds while it is the heap's first (fold.py); its
+        # argument is this stage (which ``iteration_end`` ignores), for
+        # fold.py's ``_stage_of``
         sim.seq += 1
         entry: Any
         if OBJECTS:
-            entry = Event(sim.now + cost, sim.seq, self.on_iteration_end, None)
+            entry = Event(sim.now + cost, sim.seq, self.on_iteration_end, self)
             push_event(sim.heap, entry)
         else:
             # (typed Any: a tuple of known item types would be boxed anew
             # at each use, and the heap's item would not be this one)
-            entry = (sim.now + cost, sim.seq, self.on_iteration_end, None)
+            entry = (sim.now + cost, sim.seq, self.on_iteration_end, self)
             heappush(sim.heap, entry)
         self.end_entry = entry
         self.decode_launch = plan is None
