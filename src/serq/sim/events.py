@@ -35,18 +35,18 @@ class Event(object):
         self.arg = arg
 
 
-def _before(a: Event, b: Event) -> bool:
-    return a.t < b.t or (a.t == b.t and a.seq < b.seq)
-
-
 def _sift_down(heap: List[Event], start: int, pos: int) -> None:
     """heapq's ``_siftdown``: the entry at ``pos`` moves up towards
-    ``start`` past every parent it comes before."""
+    ``start`` past every parent it comes before.  (The comparisons are
+    written out, here and in ``pop_event``: compiled, a call each would
+    cost more than the comparison.)"""
     item = heap[pos]
+    t = item.t
     while pos > start:
         parent_pos = (pos - 1) >> 1
         parent = heap[parent_pos]
-        if _before(item, parent):
+        pt = parent.t
+        if t < pt or (t == pt and item.seq < parent.seq):
             heap[pos] = parent
             pos = parent_pos
             continue
@@ -76,7 +76,10 @@ def pop_event(heap: List[Event]) -> Event:
         c = heap[child]
         if right < end:
             r = heap[right]
-            if not _before(c, r):
+            # (heapq: the right child unless the left comes before it)
+            ct = c.t
+            rt = r.t
+            if not (ct < rt or (ct == rt and c.seq < r.seq)):
                 child = right
                 c = r
         heap[pos] = c
