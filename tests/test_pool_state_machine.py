@@ -35,6 +35,7 @@ from serq.report.build import build_report
 from serq.runner import simulate
 from serq.sim.engine import Simulator
 from serq.sim.pools import Pool, round_down, round_up
+from serq.sim.recorded import new_touched
 
 EPS = 1e-6
 
@@ -321,7 +322,7 @@ class StubSim(object):
 
     def __init__(self):
         self.now = 0.0
-        self.touched = set()  # (the pools that changed add themselves)
+        self.touched = new_touched()  # (the pools that changed add themselves)
         self.release_seq = 0
         self.evict_rng = None
         self.pools = []

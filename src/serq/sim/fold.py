@@ -57,6 +57,7 @@ from ..report.stats import TimeAverage
 from .events import OBJECTS, Event, pop_event
 from .holds import HoldRun, try_grow
 from .pools import EPS, Pool, round_up
+from .recorded import TOUCHED_LIST
 from .step import Step
 from .step_plan import StepJob
 
@@ -328,9 +329,13 @@ def settle_tail(sim: "Simulator", now: float) -> None:
             sim.compact_ticks(now)
     touched = sim.touched
     if touched:
-        for r in touched:
-            r.record(now)
-        touched.clear()
+        if TOUCHED_LIST:
+            touched.record_all(now)
+        else:
+            touched_set: Any = touched  # (a set: recorded.py)
+            for r in touched_set:
+                r.record(now)
+            touched_set.clear()
     for record in sim.recorders:
         record(now)
 

@@ -10,11 +10,11 @@ Amounts are floats compared with a tolerance of 1e-9, as in the reference.
 """
 from heapq import heapify, heappop, heappush  # (module globals: no attribute read per call)
 import math
-from typing import Any, Dict, Final, List, Optional, Set, Tuple
+from typing import Any, Dict, Final, List, Optional, Tuple
 
 from ..floatvec import vec
 from ..report.stats import TimeAverage, Welford, replay_all
-from .recorded import Recorded
+from .recorded import Recorded, Touched
 
 EPS: Final = 1e-9
 
@@ -143,7 +143,7 @@ class Pool(Recorded):
     holders: List[Any]
     blocked: bool
     sim: Any
-    touched: Set[Recorded]
+    touched: Touched
     evict_keys: Any
     spill: Any
     averages: Tuple[TimeAverage, ...]

@@ -1,10 +1,13 @@
-"""The base of what keeps time averages (every stage and pool).
+"""The base of what keeps time averages (every stage and pool), and the
+collection of those an event touched.
 
 A module of its own, importing nothing of the simulator, so that the stages
 (stages.py), the pools (pools.py) and the settle that records them
 (timeavg.py, settle.py, fold.py) can all name it without an import circle.
 """
-from ..floatvec import vec
+from typing import Final, List, cast
+
+from ..floatvec import compiled_core, vec
 
 
 class Recorded(object):
@@ -16,6 +19,8 @@ class Recorded(object):
     index: int
     #: the index in ``sim.ticks`` up to which its pieces are added
     synced = -1
+    #: in this event's ``Touched`` (compiled core)
+    in_touched = False
 
     def record(self, now: float) -> None:
         """A piece of each time average at the event ending at ``now``
@@ -25,3 +30,43 @@ class Recorded(object):
     def catch_up(self, ticks: vec[float], end: int) -> None:
         """The pieces left for later, through ``ticks[end - 1]``."""
         raise NotImplementedError
+
+
+class Touched(object):
+    """The stages and pools an event touched (``add``), each once, which
+    ``record_all`` records at the event's end.  Where the core is compiled
+    a list and a flag on each: iterating and clearing a set cost more than
+    the records.  Interpreted, ``new_touched`` makes a set instead."""
+
+    def __init__(self) -> None:
+        self.items: List[Recorded] = []
+
+    def add(self, r: Recorded) -> None:
+        if not r.in_touched:
+            r.in_touched = True
+            self.items.append(r)
+
+    def __bool__(self) -> bool:
+        return len(self.items) > 0
+
+    def record_all(self, now: float) -> None:
+        """Each one touched records at ``now`` (no record touches another),
+        and none is touched any more."""
+        items = self.items
+        r: Recorded
+        for r in items:
+            r.in_touched = False
+            r.record(now)
+        items.clear()
+
+
+#: Whether ``sim.touched`` is a ``Touched`` (compiled core) or a set of
+#: the same members (interpreted: a set's ``add`` is C code there).
+TOUCHED_LIST: Final = compiled_core()
+
+
+def new_touched() -> Touched:
+    """An empty ``Touched`` for the core that runs (see ``TOUCHED_LIST``)."""
+    if TOUCHED_LIST:
+        return Touched()
+    return cast(Touched, set())

@@ -20,6 +20,7 @@ from .events import OBJECTS, Event, pop_event
 from .exprs import fmt
 from .holds import Rejected
 from .poolsim import PoolSim, walk_in_order
+from .recorded import TOUCHED_LIST
 from .session import AGAIN, EndSession, Session
 from .step import Step
 
@@ -349,9 +350,13 @@ class Settle(PoolSim):
                     if len(ticks) > self.ticks_kept:
                         self.compact_ticks(t)
                 if touched:
-                    for r in touched:
-                        r.record(t)
-                    touched.clear()
+                    if TOUCHED_LIST:
+                        touched.record_all(t)
+                    else:
+                        touched_set: Any = touched  # (a set: recorded.py)
+                        for r in touched_set:
+                            r.record(t)
+                        touched_set.clear()
                 if recorders:  # (a lean run has no shared stage: only RECORD_ALL)
                     for record in recorders:
                         record(t)

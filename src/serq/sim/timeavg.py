@@ -11,12 +11,12 @@ between ticks worked out once, ``gaps_to``), at the end of the run or when
 just before the clock moves to a later instant, and at the end.
 """
 import platform
-from typing import Any, Final, List, Set, cast
+from typing import Any, Final, List, cast
 
 from ..floatvec import append, vec
 from ..report.stats import TimeAverage
 from .clock import Clock
-from .recorded import Recorded
+from .recorded import Recorded, Touched, new_touched
 
 #: Event times kept for the time averages that add their pieces late
 #: (settle); past this many, every stage and pool catches up.
@@ -73,8 +73,9 @@ class TimeAverages(Clock):
         self.gauges: List[GaugeTrace] = []  # (the program's, set by the simulator)
         # The stages and pools whose values may have changed in this event
         # (each adds itself where it changes): only they record at its end.
-        # (a set wherever the core is compiled: PyPy runs it interpreted)
-        self.touched: Set[Recorded] = cast(Set[Recorded], UNTRACKED) if RECORD_ALL else set()
+        # (recorded.py: a list and a flag where the core is compiled, a set
+        # on interpreted CPython; PyPy records every one at every event)
+        self.touched: Touched = cast(Touched, UNTRACKED) if RECORD_ALL else new_touched()
 
     def start_recording(self):
         """At the start of the run: who catches up, and who records at
