@@ -57,7 +57,7 @@ from ..report.stats import TimeAverage
 from .events import OBJECTS, Event, pop_event
 from .holds import HoldRun, try_grow
 from .pools import EPS, Pool, round_up
-from .recorded import TOUCHED_LIST
+from .recorded import TOUCHED_LIST, record_set
 from .step import Step
 from .step_plan import StepJob
 
@@ -332,10 +332,7 @@ def settle_tail(sim: "Simulator", now: float) -> None:
         if TOUCHED_LIST:
             touched.record_all(now)
         else:
-            touched_set: Any = touched  # (a set: recorded.py)
-            for r in touched_set:
-                r.record(now)
-            touched_set.clear()
+            record_set(touched, now)
     for record in sim.recorders:
         record(now)
 

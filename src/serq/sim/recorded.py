@@ -5,7 +5,7 @@ A module of its own, importing nothing of the simulator, so that the stages
 (stages.py), the pools (pools.py) and the settle that records them
 (timeavg.py, settle.py, fold.py) can all name it without an import circle.
 """
-from typing import Final, List, cast
+from typing import Any, Final, List, cast
 
 from ..floatvec import compiled_core, vec
 
@@ -63,6 +63,14 @@ class Touched(object):
 #: Whether ``sim.touched`` is a ``Touched`` (compiled core) or a set of
 #: the same members (interpreted: a set's ``add`` is C code there).
 TOUCHED_LIST: Final = compiled_core()
+
+
+def record_set(touched: Any, now: float) -> None:
+    """``record_all`` of the set that is ``sim.touched`` on the interpreted
+    core."""
+    for r in touched:
+        r.record(now)
+    touched.clear()
 
 
 def new_touched() -> Touched:

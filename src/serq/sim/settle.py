@@ -20,7 +20,7 @@ from .events import OBJECTS, Event, pop_event
 from .exprs import fmt
 from .holds import Rejected
 from .poolsim import PoolSim, walk_in_order
-from .recorded import TOUCHED_LIST
+from .recorded import TOUCHED_LIST, record_set
 from .session import AGAIN, EndSession, Session
 from .step import Step
 
@@ -353,10 +353,7 @@ class Settle(PoolSim):
                     if TOUCHED_LIST:
                         touched.record_all(t)
                     else:
-                        touched_set: Any = touched  # (a set: recorded.py)
-                        for r in touched_set:
-                            r.record(t)
-                        touched_set.clear()
+                        record_set(touched, t)
                 if recorders:  # (a lean run has no shared stage: only RECORD_ALL)
                     for record in recorders:
                         record(t)
