@@ -29,7 +29,11 @@ def compiled_core() -> bool:
     return importlib.util.find_spec("serq._core__mypyc") is not None
 
 
-if TYPE_CHECKING or compiled_core():
+#: ``compiled_core()``, as this process found it on importing serq's core
+#: (the events' and the touched set's forms follow it too).
+COMPILED = compiled_core()
+
+if TYPE_CHECKING or COMPILED:
     from librt.vecs import append, vec
 else:
     class _ListOf(object):
@@ -45,4 +49,4 @@ else:
         v.append(x)
         return v
 
-__all__ = ["vec", "append", "compiled_core"]
+__all__ = ["vec", "append", "compiled_core", "COMPILED"]

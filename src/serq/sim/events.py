@@ -15,11 +15,11 @@ every index (tests/test_events.py), and the same order of events.
 import platform
 from typing import Any, Final, List
 
-from ..floatvec import compiled_core
+from ..floatvec import COMPILED
 
 #: Whether the heap's entries are ``Event``s (compiled core, PyPy) rather
 #: than tuples (interpreted CPython).
-OBJECTS: Final = compiled_core() or platform.python_implementation() == "PyPy"
+OBJECTS: Final = COMPILED or platform.python_implementation() == "PyPy"
 
 
 class Event(object):

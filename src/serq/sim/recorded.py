@@ -7,7 +7,7 @@ A module of its own, importing nothing of the simulator, so that the stages
 """
 from typing import Any, Final, List, cast
 
-from ..floatvec import compiled_core, vec
+from ..floatvec import COMPILED, vec
 
 
 class Recorded(object):
@@ -62,7 +62,7 @@ class Touched(object):
 
 #: Whether ``sim.touched`` is a ``Touched`` (compiled core) or a set of
 #: the same members (interpreted: a set's ``add`` is C code there).
-TOUCHED_LIST: Final = compiled_core()
+TOUCHED_LIST: Final = COMPILED
 
 
 def record_set(touched: Any, now: float) -> None:

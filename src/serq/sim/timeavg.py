@@ -64,11 +64,11 @@ class TimeAverages(Clock):
         # gaps[i] = ticks[i] - ticks[i - 1] as far as read (gaps_to); vectors
         # of machine doubles where the core is compiled (floatvec.py): each
         # append stores the returned vector.
-        self.ticks: vec[float] = append(vec[float](), 0.0)
+        self.ticks: vec[float] = vec[float]([0.0])
+        self.gaps: vec[float] = vec[float]([0.0])
         # (read here once: a typed attribute where the settle reads it;
         # tests/test_sim_ticks.py sets TICKS_KEPT lower before a run)
         self.ticks_kept: int = TICKS_KEPT
-        self.gaps: vec[float] = append(vec[float](), 0.0)
         self.catchers: List[Recorded] = []
         self.gauges: List[GaugeTrace] = []  # (the program's, set by the simulator)
         # The stages and pools whose values may have changed in this event
@@ -91,8 +91,8 @@ class TimeAverages(Clock):
         """Every stage and pool catches up through ``now`` (the last tick),
         and the kept event times start again from it."""
         self.catch_up_all()
-        self.ticks = append(vec[float](), now)
-        self.gaps = append(vec[float](), 0.0)
+        self.ticks = vec[float]([now])
+        self.gaps = vec[float]([0.0])
         for r in self.catchers:
             r.synced = 0
 
