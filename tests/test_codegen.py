@@ -76,8 +76,30 @@ session {
 run { horizon 150; warmup 20; seed 17; }
 """
 
+# Runs on a member chosen at run time, written out: a step family's prefill
+# and decode and a fifo family's run, the member's index drawn before the
+# work is (the stream's order), the growth going to the hold of the member.
+MEMBER_RUNS = """
+pool kv[3] { cap 4096; block 16; preempt lifo; }
+stage eng[3] : step { budget 256; cost 0.004 + 0.00002 * tokens; memory kv; }
+stage lane[2] : fifo;
+workload { arrive poisson(20); init { set p = 16 + floor(~exp(100)); set n = 1 + floor(~exp(40)); } }
+session {
+  set t0 = now;
+  set r = floor(~uniform(0, 3));
+  hold kv[r] (16) {
+    run eng[r + 0 * floor(~uniform(0, 3))] prefill (p + floor(~exp(2))) growing kv[r];
+    run eng[r] decode (n) growing kv[r];
+  }
+  run lane[floor(~uniform(0, 2))] (~exp(0.01));
+  observe latency = now - t0;
+}
+run { horizon 120; warmup 10; seed 23; }
+"""
+
 PROGRAMS = {
     "expressions": EXPRESSIONS,
+    "member_runs": MEMBER_RUNS,
     "step_expressions": STEP_EXPRESSIONS,
     "nested": _nested(codegen.INLINE_DEPTH + 3),
 }
@@ -114,3 +136,36 @@ def test_run_time_error_names_the_statement(tmp_path):
     assert "the amount is -4.512995776888717" in text
     assert "3:32" in text  # the `run` statement's position
     assert "in the `run` statement at %s:3:32" % path in text
+
+
+def test_member_runs_are_written_out(tmp_path):
+    path = tmp_path / "members.sq"
+    path.write_text(PROGRAMS["member_runs"])
+    sim = Simulator(compile_program(str(path)))
+    writer = codegen.BlockWriter(sim.interp, sim.prog, sim.compiler)
+    writer.build(None)
+    assert "run_op" not in writer.source
+    assert writer.source.count(".submit_step(s, ") == 2
+    assert "stage.submit(s, w)" in writer.source
+
+
+@pytest.mark.parametrize("stmt, message", [
+    ("run eng[r + 2] prefill (8) growing kv[r];",
+     "the index is 2: a member of an array of 2 is 0 to 1"),
+    ("release kv[r]; run eng[r] prefill (8) growing kv[r];",
+     "`growing kv[0]` outside a hold of it (a `release` gave it back)"),
+    ("run eng[r] decode (r - 3);",
+     "the amount is -3, not a number of units, tokens or seconds"),
+])
+def test_member_run_errors_name_the_statement(tmp_path, stmt, message):
+    path = tmp_path / "bad.sq"
+    path.write_text("pool kv[2] { cap 4096; block 16; }\n"
+                    "stage eng[2] : step { budget 64; cost 0.01; memory kv; }\n"
+                    "workload { arrive poisson(1); }\n"
+                    "session { set r = 0; hold kv[r] (16) { %s } }\n"
+                    "run { horizon 100; seed 1; }\n" % stmt)
+    with pytest.raises(RunError) as e:
+        run_program(compile_program(str(path)))
+    text = str(e.value)
+    assert message in text
+    assert "statement at %s:4:" % path in text

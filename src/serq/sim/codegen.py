@@ -35,7 +35,8 @@ NATIVE_CORE = not stages.__file__.endswith(".py")
 INLINE_DEPTH = 6
 
 #: Statements written as one call of the interpreter's (or simulator's)
-#: code; any other run goes through ``run_op``.
+#: code; a run written out neither as a plain run nor as a step stage's
+#: (a shared stage, several stages held together) goes through ``run_op``.
 _CALLS = {
     ir.Turn: "_sim.turn(s)",
     ir.Choose: "_interp.choose(s, op)",
@@ -122,6 +123,13 @@ class ExprWriter(object):
 
     # -------------------------------------------------------- expressions
 
+    def member(self, r):
+        """Python source of the member index reference ``r`` names (the
+        index read, then checked as ``Compiler.member`` checks it)."""
+        if r.index is None:
+            return "%d" % r.base
+        return "%s(%s)" % (self.bind(self.c.index_of(r), "pk"), self.expr(r.index))
+
     def expr(self, e):
         """Python source of expression ``e`` (context ``s``, attributes ``a``)."""
         t = type(e)
@@ -178,11 +186,7 @@ class ExprWriter(object):
         elif t is ir.Call and len(e.args) == 1 and type(e.args[0]) is not ir.ArgExpr:
             # a query of a member (``holders(slots[r])``): the index read
             # first, then the query, as the closure does
-            r = e.args[0].ref
-            if r.index is None:
-                m = "%d" % r.base
-            else:
-                m = "%s(%s)" % (self.bind(self.c.index_of(r), "pk"), self.expr(r.index))
+            m = self.member(e.args[0].ref)
             inline = _POOL_READS.get(e.fun) if type(e.args[0]) is ir.ArgPool else None
             if inline is not None:
                 # (poolsim.pool_query's reading, written out)
@@ -237,10 +241,7 @@ class BlockWriter(ExprWriter):
         elif t is ir.Run and st.mode == "Plain" and not st.also and st.stage.index is None \
                 and self.sim.stages[st.stage.base].kind != "shared":
             stage = self.bind(self.sim.stages[st.stage.base], "st")
-            w(ind + "w = %s" % self.expr(st.work))
-            w(ind + "if w != w or w < -1e-9:")
-            w(ind + "    raise _err(s, op[-1], 'the amount is %s, not a number of units, "
-              "tokens or seconds' % _fmt(w))")
+            self.work_check(st, w, ind)
             w(ind + "if w <= 0.0:")
             w(ind + "    yield 1")
             w(ind + "else:")
@@ -257,6 +258,20 @@ class BlockWriter(ExprWriter):
             else:
                 w(ind + "    %s.submit(s, w)" % stage)
             w(ind + "    yield 0")
+        elif t is ir.Run and st.mode == "Plain" and not st.also and not any(
+                x.kind == "shared" for x in
+                self.sim.stages[st.stage.base:st.stage.base + st.stage.count]):
+            # a member chosen at run time (``run_op``'s reading, written out):
+            # the member first, then the work
+            w(ind + "stage = _stages[%s]" % self.member(st.stage))
+            self.work_check(st, w, ind)
+            w(ind + "if w <= 0.0:")
+            w(ind + "    yield 1")
+            w(ind + "else:")
+            w(ind + "    stage.submit(s, w)")
+            w(ind + "    yield 0")
+        elif t is ir.Run and st.mode != "Plain":
+            self.step_run(st, w, ind)
         elif t is ir.Branch:
             w(ind + "g = %s" % self.expr(st.test))
             w(ind + "if g == 1.0:")
@@ -282,6 +297,29 @@ class BlockWriter(ExprWriter):
             w(ind + "    yield 0")
         else:  # a call of the simulator's or interpreter's own code
             w(ind + _CALLS.get(t, "yield from _interp.run_op(s, op)"))
+
+    def step_run(self, st, w, ind):
+        """A step stage's prefill or decode (``Interpreter.run_op``'s
+        reading, written out): the member first, then the work, then the
+        hold the growth goes to."""
+        w(ind + "stage = _stages[%s]" % self.member(st.stage))
+        self.work_check(st, w, ind)
+        w(ind + "if w <= 0.0:")
+        w(ind + "    yield 1")
+        w(ind + "else:")
+        if st.growing is None:
+            grow = "None"
+        else:
+            grow = "_interp.innermost(s, %s, op, 'growing')" % self.member(st.growing)
+        w(ind + "    stage.submit_step(s, %s, w, %s)" % (st.mode == "Decode", grow))
+        w(ind + "    yield 0")
+
+    def work_check(self, st, w, ind):
+        """``w``: the run's amount, checked as ``Interpreter.run_op`` checks it."""
+        w(ind + "w = %s" % self.expr(st.work))
+        w(ind + "if w != w or w < -1e-9:")
+        w(ind + "    raise _err(s, op[-1], 'the amount is %s, not a number of units, "
+          "tokens or seconds' % _fmt(w))")
 
     def observe(self, st, w, ind):
         o = self.sim.observations[st.obs]

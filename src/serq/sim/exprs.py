@@ -166,5 +166,8 @@ class Compiler:
 
 
 def _bad_index(sim, r: ir.Ref, v: float) -> RunError:
-    return RunError("index `%s` is %s: a member of an array of %d is 0 to %d"
-                    % (sim.describe_index(r), fmt(v), r.count, r.count - 1))
+    # (an attribute by its name; any other index expression is the one the
+    # error's span points at)
+    what = "index `%s`" % sim.describe_index(r) if type(r.index) is ir.Attr else "the index"
+    return RunError("%s is %s: a member of an array of %d is 0 to %d"
+                    % (what, fmt(v), r.count, r.count - 1))
