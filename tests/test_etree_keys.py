@@ -1,5 +1,6 @@
-"""``choose`` keys as typed trees (src/serq/sim/etree.py ``build_keys`` and
-``choose_least``): over random pool and stage states, a tree reads the bits
+"""``choose`` keys and a hold's expressions as typed trees
+(src/serq/sim/etree.py ``build_keys``, ``choose_least``, ``SessionFn``,
+``MemberFn``): over random pool and stage states, a tree reads the bits
 the generated function reads, raises the same error on an index that names
 no member, and the native loop picks the member the interpreted one picks;
 a key with anything a tree does not say gets none."""
@@ -7,6 +8,8 @@ import math
 import random
 import struct
 from collections import deque
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -26,6 +29,7 @@ session { set r = 0; set x = 1; choose r in 4 by (used(kv[r]) + x); hold kv[r] (
 run { horizon 5; seed 3; }
 """
 
+ROOT = Path(__file__).resolve().parent.parent
 SPECIAL = [0.0, -0.0, 1.0, -2.5, 3.0, 2.0, math.inf, -math.inf, math.nan, 0.5]
 SLOTS = 3  # the attributes the random keys read (the loop's slot is 0)
 
@@ -56,7 +60,7 @@ def _key(g, depth):
     if k == 1:
         return ir.Attr(g.randrange(SLOTS))
     if k == 2:
-        q = g.choice(sorted(etree._POOL_QUERIES))
+        q = g.choice(sorted(etree._POOL_QUERIES) + ["CachedIn"])
         return ir.Call(q, [ir.ArgPool(ir.Ref(0, 4, _index(g)))])
     if k == 3:
         q = g.choice(sorted(etree._STAGE_QUERIES))
@@ -72,6 +76,9 @@ def _key(g, depth):
 def _shuffle_state(g, sim):
     for p in sim.pools:
         p.used = g.choice([0.0, 1.0, 50.0, 100.0, g.uniform(0, 100)])
+        # (the session's own cached units, or none: ``cachedin``)
+        p.entries = {_Session.SERIAL: SimpleNamespace(units=g.choice(SPECIAL))} \
+            if g.random() < 0.5 else {}
         p.holders = [None] * g.randrange(3)
         p.queue = [None] * g.randrange(3)
     for st in sim.stages:
@@ -80,8 +87,14 @@ def _shuffle_state(g, sim):
 
 
 class _Session(object):
+    SERIAL = 7
+
     def __init__(self, a):
         self.a = a
+        self.serial = self.SERIAL
+
+    def root(self):
+        return self
 
 
 def _outcome(f):
@@ -117,6 +130,7 @@ def test_key_trees_read_the_bits_of_the_generated_keys(sim):
             a = [float(g.randrange(4))] + [g.choice(SPECIAL) for _ in range(SLOTS - 1)]
             ctx = StepContext(None)
             ctx.a = a
+            ctx.session = _Session(a)
             want = _outcome(lambda: fast(_Session(a)))
             got = _outcome(lambda: tree.ev(ctx))
             assert _bits(got) == _bits(want), (e, a, got, want)
@@ -139,15 +153,15 @@ def test_the_native_choice_picks_the_interpreted_choice(sim):
         else:
             op = (CHOOSE, 0, lambda s: float(n), fns, None, None, None)
             want = _outcome(lambda: sim.interp.choose(s, op) or a1[0])
-        got = _outcome(lambda: etree.choose_least(trees, StepContext(None), a2, 0, n))
+        got = _outcome(lambda: etree.choose_least(trees, StepContext(None), _Session(a2), a2,
+                                                  0, n))
         assert got == want, (keys, n, got, want)
 
 
 @pytest.mark.parametrize("e", [
-    ir.Call("Work", [ir.ArgStage(ir.Ref(0, 3, ir.Attr(0)))]),
-    ir.Call("CachedIn", [ir.ArgPool(ir.Ref(0, 4, ir.Attr(0)))]),
     ir.Call("Used", [ir.ArgPool(ir.Ref(0, 4, ir.Sample("Exp", [ir.Num(1.0)])))]),
-    ir.Call("Queue", [ir.ArgPool(ir.Ref(0, 4, ir.Attr(0)))]),
+    ir.Call("Price", [ir.ArgStage(ir.Ref(0, 3, ir.Attr(0))), ir.ArgExpr(ir.Num(1.0)),
+                      ir.ArgExpr(ir.Num(2.0))]),
     ir.Ctx("Ntok"),
     ir.Reg(0),
 ])
@@ -161,3 +175,44 @@ def test_the_program_picks_through_the_trees_where_the_core_is_compiled(sim):
     assert (ops[0][4] is not None) == codegen.NATIVE_CORE
     built = etree.build_keys([ir.Attr(0)], sim, sim.compiler, sim.pools, sim.stages)
     assert (built is not None) == codegen.NATIVE_CORE
+
+
+def test_a_hold_expression_called_as_a_tree_reads_the_bits_of_its_function(sim):
+    g = random.Random(20261203)
+    c = sim.compiler
+    for _ in range(300):
+        e = _key(g, g.randrange(0, 4))
+        (tree,) = _trees(sim, [e])
+        fn = etree.SessionFn(tree)
+        fast = c.fast(e)
+        ref = ir.Ref(0, 4, _index(g))
+        member, pick = etree.MemberFn(etree._member(ref, sim, c, etree.Keys(
+            sim.pools, sim.stages, c))), c.member(ref)
+        for _ in range(3):
+            _shuffle_state(g, sim)
+            a = [float(g.randrange(4))] + [g.choice(SPECIAL) for _ in range(SLOTS - 1)]
+            s = _Session(a)
+            assert _bits(_outcome(lambda: fn(s))) == _bits(_outcome(lambda: fast(s))), (e, a)
+            assert _outcome(lambda: member(s)) == _outcome(lambda: pick(s)), (ref, a)
+        # the context is given back after each reading (a query may read the
+        # same expression for another session before the first is done)
+        assert fn.x.a is None and fn.x.session is None
+
+
+def test_a_vllm_hold_reads_its_header_through_trees_where_the_core_is_compiled(tmp_path):
+    path = tmp_path / "v.sq"
+    path.write_text('use "%s";\n'
+                    "pool slots { cap 8; admit via e; }\n"
+                    "pool kv { cap 4096; block 16; preempt lifo; }\n"
+                    "stage e : step { budget 512; cost vllm_step_cost(0.01, 0.0001, 0.0);"
+                    " memory kv; }\n"
+                    "workload { arrive poisson(5); }\n"
+                    "session { set t0 = now; vllm_request(slots, kv, e, 64, 0, 16, t0); }\n"
+                    "run { horizon 10; seed 2; }\n" % (ROOT / "lib" / "vllm.sq"))
+    sim = Simulator(compile_program(str(path)))
+    holds = [op for code in sim.interp.code for op in code if op[0] == sim.interp.HOLD]
+    assert len(holds) == 1
+    # (kv's units read `budget_left(e)` and `cachedin(kv)`; its reuse too)
+    units = holds[0][1][1][1]
+    assert isinstance(units, etree.SessionFn) == codegen.NATIVE_CORE
+    assert isinstance(holds[0][2], etree.SessionFn) == codegen.NATIVE_CORE

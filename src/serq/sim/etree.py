@@ -19,15 +19,20 @@ the generated function, as before.
 
 A ``choose`` key is a tree of the same classes over a session's
 attributes (``build_keys``): the context's ``a`` is the session's, and a
-key may read an attribute and the queries of a pool or stage member that
-are plain readings (``used``, ``free``, ``holders``, ``queued``, ``queue``,
-``busy``), the member's index read first, as the generated source does.
-The loop over the members (``choose_least``) then runs natively too.
+key may read an attribute and the queries of a pool or stage member, the
+member's index read first, as the generated source does: the plain
+readings (``used``, ``free``, ``holders``, ``queued``, ``queue``, ``busy``)
+and ``cachedin`` are read here, any other query is the simulator's own
+function, called with the session.  The loop over the members
+(``choose_least``) then runs natively too.  A hold's units, reserve, reuse,
+cache and lease time and its members' indices are such trees too
+(``build_session``, ``build_member``), called as the functions they stand
+for: they are read at every attempt to admit the hold.
 Interpreted (PyPy, or
 ``SERQ_INTERPRETED=1``) no tree is built: there the generated source is
 the faster.
 """
-from typing import TYPE_CHECKING, Any, Callable, Final, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Final, List, Optional, cast
 
 from ..ir import nodes as ir
 from .arith import fceil, fdiv, fexp, ffloor, fln, fmax, fmin, fpow, fsqrt
@@ -294,6 +299,79 @@ class StageRead(Node):
         return float(st.present()) if self.q == 0 else st.busy()
 
 
+class Query(Node):
+    """Any other query of a member (``budget_left``, ``work``, ``queue`` of
+    a step stage, ...): the simulator's own reading (``Clock.query``),
+    called with the member and the context's session, as the generated
+    source calls it."""
+
+    def __init__(self, f: Callable[[int, Any], float], m: Member) -> None:
+        self.f = f
+        self.m = m
+
+    def ev(self, x: StepContext) -> float:
+        return self.f(self.m.of(x), x.session)
+
+
+class CachedIn(Node):
+    """``cachedin(P)``: the units pool member ``P`` keeps cached for the
+    context's session (its root's entry), as poolsim's query reads it."""
+
+    def __init__(self, m: Member, pools: List[Pool]) -> None:
+        self.m = m
+        self.pools = pools
+
+    def ev(self, x: StepContext) -> float:
+        p = self.pools[self.m.of(x)]
+        s = x.session
+        return p.own(s.root().serial) if s is not None else 0.0
+
+
+class SessionFn(object):
+    """A session expression's tree, called as its generated function is
+    (``f(s)``): the context reads the session's attributes, and queries
+    get the session."""
+
+    def __init__(self, tree: Node) -> None:
+        self.tree = tree
+        self.x = StepContext(None)
+
+    def __call__(self, s: Any) -> float:
+        x = self.x
+        # (saved and put back: a query may read this expression again for
+        # another session before this reading is done)
+        a0 = x.a
+        s0 = x.session
+        x.a = s.a
+        x.session = s
+        try:
+            return self.tree.ev(x)
+        finally:
+            x.a = a0
+            x.session = s0
+
+
+class MemberFn(object):
+    """A reference's member index (``exprs.Compiler.member``) read from a
+    session through the tree of its index."""
+
+    def __init__(self, m: Member) -> None:
+        self.m = m
+        self.x = StepContext(None)
+
+    def __call__(self, s: Any) -> int:
+        x = self.x
+        a0 = x.a
+        s0 = x.session
+        x.a = s.a
+        x.session = s
+        try:
+            return self.m.of(x)
+        finally:
+            x.a = a0
+            x.session = s0
+
+
 class Keys(object):
     """What a ``choose`` key's tree reads beside the attributes: the
     simulator's pools and stages, and the compiler for members' indices."""
@@ -329,14 +407,33 @@ def build_keys(keys: List[Any], sim: "Clock", compiler: Any, pools: List[Pool],
     return out
 
 
-def choose_least(trees: List[Node], x: StepContext, a: List[float], slot: int,
+def build_session(e: Any, sim: Any, compiler: Any) -> Optional[SessionFn]:
+    """A session expression (a hold's units, reserve, reuse, cache and
+    lease time) as a callable tree over the session, or None where it has a
+    node no tree says (or the core is interpreted)."""
+    if not NATIVE_CORE:
+        return None
+    t = _tree(e, sim, compiler, Keys(sim.pools, sim.stages, compiler))
+    return None if t is None else SessionFn(t)
+
+
+def build_member(r: Any, sim: Any, compiler: Any) -> Optional[MemberFn]:
+    """A reference's member read from a session, or None (as ``build_session``)."""
+    if not NATIVE_CORE or r.index is None:
+        return None
+    m = _member(r, sim, compiler, Keys(sim.pools, sim.stages, compiler))
+    return None if m is None else MemberFn(m)
+
+
+def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot: int,
                  n: int) -> float:
     """The member ``j`` in ``0 .. n - 1`` (``a[slot]`` set to each as its
     keys are read) of least keys, as session.Interpreter.choose finds it:
     one key compared as floats in Rust's ``total_cmp`` order (NaN after
     every number, -0 before +0), ties to the first; several as lists of
-    ``total_key``."""
+    ``total_key``.  The queries read session ``s``."""
     x.a = a
+    x.session = s
     if len(trees) > 1:
         best: List[Any] = []
         best_j = 0.0
@@ -416,9 +513,15 @@ def _tree(e: Any, sim: "Clock", c: Any, keys: Optional[Keys]) -> Optional[Node]:
             return None
         if type(arg) is ir.ArgPool:
             q = _POOL_QUERIES.get(e.fun)
-            return None if q is None else PoolRead(q, m, keys.pools)
-        q = _STAGE_QUERIES.get(e.fun)
-        return None if q is None else StageRead(q, m, keys.stages)
+            if q is not None:
+                return PoolRead(q, m, keys.pools)
+            if e.fun == "CachedIn":
+                return CachedIn(m, keys.pools)
+        else:
+            q = _STAGE_QUERIES.get(e.fun)
+            if q is not None:
+                return StageRead(q, m, keys.stages)
+        return Query(cast(Any, sim).query(e.fun), m)  # (Simulator.query)
     if t is ir.Call:
         args: List[Optional[Node]] = [
             _tree(a.expr, sim, c, keys) if type(a) is ir.ArgExpr else None for a in e.args]

@@ -14,7 +14,7 @@ from typing import Callable
 
 from ..errors import RunError
 from ..ir import nodes as ir
-from . import dist, xdist
+from . import dist, etree, xdist
 from .arith import CTX_FIELD, MATH1, MATH2, fdiv, fmt, fpow
 from .codegen import ExprWriter
 
@@ -89,6 +89,18 @@ class Compiler:
         if _PYPY:
             return self.expr(e)
         return ExprWriter(self.sim, self).function(e)
+
+    def session(self, e) -> Callable:
+        """``fast(e)`` for a hold's expressions, read at every attempt to
+        admit it: where the core is compiled, a typed tree over the session
+        if the expression is one a tree can say (etree.build_session)."""
+        f = etree.build_session(e, self.sim, self)
+        return self.fast(e) if f is None else f
+
+    def session_member(self, r: ir.Ref) -> Callable:
+        """``member(r)``, as a typed tree where ``session`` would make one."""
+        f = etree.build_member(r, self.sim, self)
+        return self.member(r) if f is None else f
 
     def binary(self, e) -> Callable:
         a, b = self.expr(e.left), self.expr(e.right)

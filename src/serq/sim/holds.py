@@ -140,8 +140,8 @@ class HoldOps(object):
                       hp.reserve is not None and not reads_state(hp.reserve))
             if not any(static):
                 static = None
-            pools.append((c.member(hp.ref), c.fast(hp.units),
-                          None if hp.reserve is None else c.fast(hp.reserve), static))
+            pools.append((c.session_member(hp.ref), c.session(hp.units),
+                          None if hp.reserve is None else c.session(hp.reserve), static))
         lease = None
         if st.lease is not None:
             refs = [hp.ref for hp in st.pools]
@@ -149,10 +149,12 @@ class HoldOps(object):
             # (a drawn index draws again): the units stay as a lease when the
             # hold ends only if it names the member the hold took.
             lref = st.lease[0]
-            lease = (refs.index(lref), c.fast(st.lease[1]),
-                     None if lref.index is None else c.member(lref))
-        return (self.HOLD, pools, None if st.reuse is None else c.fast(st.reuse), st.body,
-                None if st.cache is None else c.fast(st.cache), lease, loc)
+            lease = (refs.index(lref), c.session(st.lease[1]),
+                     None if lref.index is None else c.session_member(lref))
+        # (read at every admission attempt, every admission and every end:
+        # typed trees where the core is compiled, exprs.Compiler.session)
+        return (self.HOLD, pools, None if st.reuse is None else c.session(st.reuse), st.body,
+                None if st.cache is None else c.session(st.cache), lease, loc)
 
     def amount(self, s, v, op, what="the amount"):
         if v != v or v < -1e-9:

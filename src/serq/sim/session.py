@@ -214,7 +214,7 @@ class Interpreter(HoldOps):
         a = s.a
         trees = op[4]
         if trees is not None:
-            a[slot] = etree.choose_least(trees, op[5], a, slot, int(n))
+            a[slot] = etree.choose_least(trees, op[5], s, a, slot, int(n))
             return
         if len(keys) == 1:
             a[slot] = _choose_one(s, a, slot, keys[0], int(n))
