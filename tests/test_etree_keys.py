@@ -17,7 +17,7 @@ from serq.compiler import compile_program
 from serq.errors import RunError
 from serq.ir import nodes as ir
 from serq.sim import codegen, etree
-from serq.sim.engine import Simulator
+from serq.sim.engine import NoSession, Simulator
 from serq.sim.session import CHOOSE, _choose_one
 from serq.sim.step_plan import StepContext
 
@@ -208,6 +208,7 @@ def test_a_vllm_hold_reads_its_header_through_trees_where_the_core_is_compiled(t
                     " memory kv; }\n"
                     "workload { arrive poisson(5); }\n"
                     "session { set t0 = now; vllm_request(slots, kv, e, 64, 0, 16, t0); }\n"
+                    "gauge in_flight = holders(slots) + queued(kv);\n"
                     "run { horizon 10; seed 2; }\n" % (ROOT / "lib" / "vllm.sq"))
     sim = Simulator(compile_program(str(path)))
     holds = [op for code in sim.interp.code for op in code if op[0] == sim.interp.HOLD]
@@ -216,3 +217,23 @@ def test_a_vllm_hold_reads_its_header_through_trees_where_the_core_is_compiled(t
     units = holds[0][1][1][1]
     assert isinstance(units, etree.SessionFn) == codegen.NATIVE_CORE
     assert isinstance(holds[0][2], etree.SessionFn) == codegen.NATIVE_CORE
+    (gauge,) = sim.gauges
+    assert isinstance(gauge.fn, etree.GaugeFn) == codegen.NATIVE_CORE
+
+
+def test_a_gauge_called_as_a_tree_reads_the_bits_of_its_function(sim):
+    g = random.Random(31)
+    c = sim.compiler
+    ctx = NoSession(None)
+    done = 0
+    while done < 200:
+        e = _key(g, g.randrange(0, 4))
+        if any(type(x) is ir.Attr for x in ir.walk(e)):
+            assert etree.build_gauge(e, sim, c) is None  # (a gauge has no attributes)
+            continue
+        (tree,) = _trees(sim, [e])
+        fn, fast = etree.GaugeFn(tree), c.fast(e)
+        for _ in range(3):
+            _shuffle_state(g, sim)
+            assert _bits(_outcome(lambda: fn(ctx))) == _bits(_outcome(lambda: fast(ctx))), e
+        done += 1

@@ -49,6 +49,10 @@ class Clock(object):
     def sync_fold_top(self):
         raise NotImplementedError
 
+    def sync_fold(self, st: Any) -> None:
+        """A folded stretch's residents brought up to now (settle.py)."""
+        raise NotImplementedError
+
     def stop_folds(self):
         raise NotImplementedError
 

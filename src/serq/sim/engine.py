@@ -185,8 +185,9 @@ class Simulator(Settle):
         self.init_code = self.interp.code[prog.init]
         self.turn_code = self.interp.code[prog.turn]
         ctx = NoSession(self.machine_rng)
-        # (read at every event: each one Python function, not a closure a node)
-        self.gauges = [GaugeTrace(g.name, self.compiler.fast(g.expr), ctx) for g in prog.gauges]
+        # (read at every event: each one Python function, not a closure a
+        # node; a typed tree where the core is compiled)
+        self.gauges = [GaugeTrace(g.name, self.compiler.gauge(g.expr), ctx) for g in prog.gauges]
         self.claims = [ClaimState(c, self.compiler) for c in prog.claims]
         self.scoped_claims = [c for c in self.claims if c.given is not None]
         self.attrs0 = [0.0] * len(prog.attrs)

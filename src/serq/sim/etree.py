@@ -27,7 +27,8 @@ function, called with the session.  The loop over the members
 (``choose_least``) then runs natively too.  A hold's units, reserve, reuse,
 cache and lease time and its members' indices are such trees too
 (``build_session``, ``build_member``), called as the functions they stand
-for: they are read at every attempt to admit the hold.
+for: they are read at every attempt to admit the hold; so is a gauge
+(``build_gauge``), read before every advance of the clock.
 Interpreted (PyPy, or
 ``SERQ_INTERPRETED=1``) no tree is built: there the generated source is
 the faster.
@@ -327,6 +328,23 @@ class CachedIn(Node):
         return p.own(s.root().serial) if s is not None else 0.0
 
 
+class BudgetLeft(Node):
+    """``budget_left(S)`` of a step stage member: its folded stretch (if
+    any) brought up to now, then the stage's reading (Simulator.query's)."""
+
+    def __init__(self, m: Member, stages: List[Stage], sim: "Clock") -> None:
+        self.m = m
+        self.stages = stages
+        self.sim = sim
+
+    def ev(self, x: StepContext) -> float:
+        st = self.stages[self.m.of(x)]
+        sim = self.sim
+        if sim.folds:
+            sim.sync_fold(st)
+        return st.budget_left()
+
+
 class SessionFn(object):
     """A session expression's tree, called as its generated function is
     (``f(s)``): the context reads the session's attributes, and queries
@@ -349,6 +367,18 @@ class SessionFn(object):
         finally:
             x.a = a0
             x.session = s0
+
+
+class GaugeFn(object):
+    """A gauge's tree, called as its generated function is (``f(ctx)``,
+    the context of no session): queries get no session."""
+
+    def __init__(self, tree: Node) -> None:
+        self.tree = tree
+        self.x = StepContext(None)
+
+    def __call__(self, ctx: Any) -> float:
+        return self.tree.ev(self.x)
 
 
 class MemberFn(object):
@@ -415,6 +445,16 @@ def build_session(e: Any, sim: Any, compiler: Any) -> Optional[SessionFn]:
         return None
     t = _tree(e, sim, compiler, Keys(sim.pools, sim.stages, compiler))
     return None if t is None else SessionFn(t)
+
+
+def build_gauge(e: Any, sim: Any, compiler: Any) -> Optional[GaugeFn]:
+    """A gauge's expression (read before every advance of the clock) as a
+    callable tree, or None (as ``build_session``; and where it reads an
+    attribute, which a gauge's context has none of)."""
+    if not NATIVE_CORE or any(type(x) is ir.Attr for x in ir.walk(e)):
+        return None
+    t = _tree(e, sim, compiler, Keys(sim.pools, sim.stages, compiler))
+    return None if t is None else GaugeFn(t)
 
 
 def build_member(r: Any, sim: Any, compiler: Any) -> Optional[MemberFn]:
@@ -521,6 +561,8 @@ def _tree(e: Any, sim: "Clock", c: Any, keys: Optional[Keys]) -> Optional[Node]:
             q = _STAGE_QUERIES.get(e.fun)
             if q is not None:
                 return StageRead(q, m, keys.stages)
+            if e.fun == "BudgetLeft":
+                return BudgetLeft(m, keys.stages, sim)
         return Query(cast(Any, sim).query(e.fun), m)  # (Simulator.query)
     if t is ir.Call:
         args: List[Optional[Node]] = [

@@ -97,6 +97,12 @@ class Compiler:
         f = etree.build_session(e, self.sim, self)
         return self.fast(e) if f is None else f
 
+    def gauge(self, e) -> Callable:
+        """``fast(e)`` for a gauge, read before every advance of the clock:
+        a typed tree where ``session`` would make one (etree.build_gauge)."""
+        f = etree.build_gauge(e, self.sim, self)
+        return self.fast(e) if f is None else f
+
     def session_member(self, r: ir.Ref) -> Callable:
         """``member(r)``, as a typed tree where ``session`` would make one."""
         f = etree.build_member(r, self.sim, self)

@@ -165,6 +165,10 @@ class Stage(Recorded):
     def work_left(self, now: float) -> float:
         raise NotImplementedError
 
+    def budget_left(self) -> float:
+        """``budget_left(S)``: a step stage's (the link refuses it of any other)."""
+        raise NotImplementedError
+
 
 class Fifo(Stage):
     kind = "fifo"

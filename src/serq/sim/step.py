@@ -649,7 +649,8 @@ class Step(Stage):
             return self.planning_left
         ctx = self.ctx
         ctx.a = None
-        self.totals(ctx, self.residents)
+        if self.budget_totals:  # (as ``attempt`` reads them)
+            self.totals(ctx, self.residents)
         b = self.read_budget(ctx)
         c = self.read_chunk(ctx)
         if c != c:
