@@ -80,6 +80,7 @@ class Clock(object):
         # stretches in progress, by stage index (fold.py).
         self.fold_stage: Any = None
         self.folds: Dict[int, Any] = {}
+        self.fold_uses: Dict[int, int] = {}  # pool index -> stretches using it (fold.py)
         # The monotonic time at which --max-wall stops the run (run_events):
         # read at every event, so that a run of slow events stops in time.
         self.deadline: Any = None

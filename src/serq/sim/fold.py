@@ -47,7 +47,7 @@ stage, a resident joining or leaving it (``Step.submit_step``,
 loop about to take one of its iteration ends (``sync_top``) and the run's
 end (``stop_all``).
 """
-from heapq import heappop, heappush  # (module globals: no attribute read per call)
+from heapq import heapify, heappop, heappush  # (module globals: no attribute read per call)
 import time
 from typing import TYPE_CHECKING, Any, Dict, Final, List, Optional, Tuple
 
@@ -147,6 +147,9 @@ class Folding(object):
         self.ends: int = 0  # folded iteration ends (tokens left counted down)
         self.last_end: float = sim.now
         self.pool: Optional[Pool] = None
+        # the indices of the pools the stretch's growths and memory are
+        # (``_apart``, ``sync_pool``), set once ``setup`` accepts it
+        self.uses: List[int] = []
 
     def setup(self) -> bool:
         """Whether the stretch can start now (the residents' state)."""
@@ -182,13 +185,23 @@ class Folding(object):
             if pool.spill is not None or pool.trace_evict is not None or not _whole(pool.block):
                 return False
             self.pool = pool
-            for k in range(self.n):
+            grows = self.grows
+            n = self.n
+            for k in range(n):
                 g = self.jobs[k].grow
                 if g is not None:
                     run, i = g
-                    heappush(self.grows, int(run.alloc[i] - self.pos0[k]) * self.n + k)
+                    grows.append(int(run.alloc[i] - self.pos0[k]) * n + k)
+            # (one heapify, not a push each: the items are distinct, so the
+            # heap pops them in the same order whatever its layout)
+            heapify(grows)
         if st.cost_totals:
             self.mem = [st.memory_of(j.session) for j in self.jobs]
+        if pool is not None:
+            self.uses.append(pool.index)
+        memory = st.memory
+        if memory is not None and (pool is None or pool.index != memory):
+            self.uses.append(memory)
         return True
 
     def can_start(self) -> bool:
@@ -365,29 +378,45 @@ def _stage_of(entry: Any) -> Optional[Step]:
     return None
 
 
-def _apart(g: Folding, folds: Dict[int, Folding]) -> bool:
+def _apart(g: Folding, uses: Dict[int, int]) -> bool:
     """Whether stretch ``g`` shares no pool with the stretches in progress
-    (each stretch's growths, evictions and memory reads are then its own)."""
-    a = g.pool
-    b = g.st.memory
-    if a is None and b is None:
-        return True
-    for f in folds.values():
-        c = f.pool
-        d = f.st.memory
-        if c is not None and (c is a or c is b):
-            return False
-        if d is not None and (d is a or d is b):
+    (each stretch's growths, evictions and memory reads are then its own):
+    ``uses`` counts, by pool index, the stretches whose growths or memory
+    are that pool (``_begin``, ``_end``), so this reads two entries, not
+    every stretch."""
+    for i in g.uses:
+        if i in uses:
             return False
     return True
+
+
+def _begin(sim: "Simulator", st: Any, g: Folding) -> None:
+    """Stretch ``g`` of stage ``st`` in progress."""
+    sim.folds[st.index] = g
+    uses: Dict[int, int] = sim.fold_uses
+    for i in g.uses:
+        uses[i] = uses.get(i, 0) + 1
+
+
+def _end(sim: "Simulator", k: int) -> Optional[Folding]:
+    """The stretch of stage ``k`` no longer in progress (None: there is none)."""
+    f: Optional[Folding] = sim.folds.pop(k, None)
+    if f is not None:
+        uses: Dict[int, int] = sim.fold_uses
+        for i in f.uses:
+            c = uses[i] - 1
+            if c:
+                uses[i] = c
+            else:
+                del uses[i]
+    return f
 
 
 def sync(sim: "Simulator", st: Any) -> None:
     """Stage ``st``'s stretch, if one is in progress, written back and
     ended: before code outside the stretch reads or changes its residents
     (a query of its work or budget, a resident joining or leaving it)."""
-    folds: Dict[int, Folding] = sim.folds
-    f = folds.pop(st.index, None)
+    f = _end(sim, st.index)
     if f is not None:
         f.write_back()
 
@@ -396,8 +425,11 @@ def sync_pool(sim: "Simulator", p: Any) -> None:
     """The stretches whose growths or memory are pool ``p``, written back
     and ended (before a preemption there reads its candidates)."""
     folds: Dict[int, Folding] = sim.folds
-    for k in [k for k, f in folds.items() if f.pool is p or f.st.memory is p]:
-        folds.pop(k).write_back()
+    i = p.index
+    for k in [k for k, f in folds.items() if i in f.uses]:
+        g = _end(sim, k)
+        assert g is not None
+        g.write_back()
 
 
 def sync_top(sim: "Simulator") -> None:
@@ -416,6 +448,7 @@ def stop_all(sim: "Simulator") -> None:
     for f in folds.values():
         f.write_back()
     folds.clear()
+    sim.fold_uses.clear()
 
 
 def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], checks: bool) -> None:
@@ -463,7 +496,7 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
         if f is not None and (sim.ready or sim.changed or sim.pool_watch
                               or not _quiet_others(sim, st)):
             # Something else is to run at this settle: the general one.
-            del folds[st.index]
+            _end(sim, st.index)
             f.write_back()
             f = None
             st.iteration_end(None)
@@ -476,9 +509,9 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
                 sim.settle()
                 return
             g = Folding(st, sim)
-            if g.setup() and _apart(g, folds):
+            if g.setup() and _apart(g, sim.fold_uses):
                 f = g
-                folds[st.index] = g
+                _begin(sim, st, g)
         else:
             f.end(t)
         # the settle: only this stage plans (see _quiet_others)
@@ -505,13 +538,13 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
                 # the budget or a growth: the general plan, from the budget
                 # and chunk already read
                 sim.may_plan.add(st)  # (as iteration_end)
-                del folds[st.index]
+                _end(sim, st.index)
                 f.write_back()
                 st.attempt_read(B, C)
         else:
             if f is not None:
                 sim.may_plan.add(st)  # (as iteration_end)
-                del folds[st.index]
+                _end(sim, st.index)
                 f.write_back()
             if st.running is None and st.pending():
                 st.attempt()
