@@ -87,12 +87,13 @@ class TimeAverages(Clock):
         if RECORD_ALL:
             self.recorders = [r.record for r in self.catchers]
 
-    def compact_ticks(self, now):
+    def compact_ticks(self, now: float) -> None:
         """Every stage and pool catches up through ``now`` (the last tick),
         and the kept event times start again from it."""
         self.catch_up_all()
         self.ticks = vec[float]([now])
         self.gaps = vec[float]([0.0])
+        r: Recorded
         for r in self.catchers:
             r.synced = 0
 
@@ -109,12 +110,14 @@ class TimeAverages(Clock):
             self.gaps = gaps
         return gaps
 
-    def catch_up_all(self):
+    def catch_up_all(self) -> None:
         """Every stage and pool adds the pieces it left for later, through
         the last event."""
-        end = len(self.ticks)
+        ticks = self.ticks
+        end = len(ticks)
+        r: Recorded
         for r in self.catchers:
-            r.catch_up(self.ticks, end)
+            r.catch_up(ticks, end)
 
     def read_gauges(self) -> None:
         now = self.now
