@@ -128,8 +128,8 @@ class Simulator(Settle):
         self.trace_rng = streams.trace_stream(prog.seed)
         self.evict_rng = streams.evict_stream(prog.seed)
         # Sessions arrive in serial order: their streams are set up in batches.
-        self.statement_streams = StatementStreams(prog.seed)
-        self.init_streams = WorkloadStreams(prog.seed)
+        self.statement_streams: StatementStreams = StatementStreams(prog.seed)
+        self.init_streams: WorkloadStreams = WorkloadStreams(prog.seed)
         self.victim_ctx = VictimContext(self.machine_rng)
         self.registers = [r.init for r in prog.registers]
         self.trace = trace  # corpus: list of sessions, each a list of turns

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, Final, List, Optional, Sequence, Tuple
 from . import rng as _core
 from .rng import STATEMENT_KIND, WORKLOAD_KIND, Rng, substream
 from .rng_chacha import _C0, _C1, _C2, _C3, _M32, _M64
-from .rng_seed import _PCG_INC, _PCG_MUL
+from .rng_seed import _PCG_INC, _PCG_MUL, native_first_block
 
 # ---------------------------------------------------------------------------
 # Batched setup of session streams
@@ -318,7 +318,8 @@ class Substreams(object):
     fresh generator, also for an ``a`` asked before.
     """
 
-    __slots__ = ("seed", "b", "c", "_first", "_k", "_size", "_seeds", "_words", "_one")
+    __slots__ = ("seed", "b", "c", "_first", "_k", "_size", "_seeds", "_words", "_one",
+                 "_native")
 
     def __init__(self, seed: int, b: int, c: int) -> None:
         self.seed = seed
@@ -334,6 +335,9 @@ class Substreams(object):
         # its share of a batch on wide integers.
         self._one: Optional[Callable[[int, int, int, int], Any]] = \
             _core._IMPL.sub_first_block
+        # (that function is rng_seed's, on machine integers: called as
+        # itself, compiled it is a C call, not a Python one)
+        self._native: bool = self._one is native_first_block
 
     def get(self, a: int) -> Rng:
         """A new generator for ``substream(seed, a, b, c)``."""
@@ -343,7 +347,9 @@ class Substreams(object):
             b = self.b
             c = self.c
             r = Rng(None, (seed, a, b, c))  # (the seed, and the key of a refill, on demand)
-            r._buf = one(seed, a, b, c)
+            words: Any = native_first_block(seed, a, b, c) if self._native else \
+                one(seed, a, b, c)
+            r._buf = words  # (a Words16: a read-only sequence of the words)
             r._counter = 1
             return r
         j = a - self._first
