@@ -196,6 +196,10 @@ class Simulator(Settle):
         self.closed: bool = prog.arrival.kind == "Closed"  # (read at every session's end)
         self.arrival_rate: float = (float(cast(float, prog.arrival.value)) if self.poisson
                                     else 0.0)
+        # (read at every arrival: a typed field, -1 for no limit, and the
+        # bound method made once, not at each arrival)
+        self.arrival_limit: int = -1 if prog.arrivals is None else int(prog.arrivals)
+        self.arrive_fn: Any = self.arrive
         if prog.arrival.kind == "Renewal":
             self.gap = self.compiler.expr(prog.arrival.value)
             self.gap_ctx = NoSession(self.arrival_rng)
@@ -310,8 +314,8 @@ class Simulator(Settle):
 
     def arrive(self, _: Any = None) -> None:
         """An open arrival: the next one is scheduled, then the session starts."""
-        limit = self.prog.arrivals
-        if limit is None or self.arrived + 1 < limit:
+        limit = self.arrival_limit
+        if limit < 0 or self.arrived + 1 < limit:
             if self.poisson:
                 gap = -math.log(1.0 - self.arrival_rng.random_f64()) / self.arrival_rate
             else:
@@ -321,9 +325,9 @@ class Simulator(Settle):
                                    "positive time" % fmt(gap))
             self.seq += 1  # self.schedule(self.now + gap, self.arrive, None), inlined
             if OBJECTS:
-                push_event(self.heap, Event(self.now + gap, self.seq, self.arrive, None))
+                push_event(self.heap, Event(self.now + gap, self.seq, self.arrive_fn, None))
             else:
-                _heappush(self.heap, (self.now + gap, self.seq, self.arrive, None))
+                _heappush(self.heap, (self.now + gap, self.seq, self.arrive_fn, None))
         self.spawn()
 
     def spawn(self) -> Session:
