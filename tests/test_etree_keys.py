@@ -237,3 +237,21 @@ def test_a_gauge_called_as_a_tree_reads_the_bits_of_its_function(sim):
             _shuffle_state(g, sim)
             assert _bits(_outcome(lambda: fn(ctx))) == _bits(_outcome(lambda: fast(ctx))), e
         done += 1
+
+
+def test_a_hold_expression_read_again_inside_its_reading_keeps_each_session():
+    # a query of the outer reading reads the same expression for another
+    # session; the outer reading then reads its own session's attribute
+    inner = []
+
+    def query(m, session):
+        if session.a[0] == 1.0:
+            inner.append(fn(_Session([10.0])))
+        return 0.5
+
+    tree = etree.Arith(0, etree.Query(query, etree.Member(0, 1, None, lambda v: 0)),
+                       etree.Attr(0))
+    fn = etree.SessionFn(tree)
+    assert fn(_Session([1.0])) == 1.5
+    assert inner == [10.5]
+    assert fn.x.a is None and fn.x.session is None

@@ -355,18 +355,11 @@ class SessionFn(object):
         self.x = StepContext(None)
 
     def __call__(self, s: Any) -> float:
-        x = self.x
-        # (saved and put back: a query may read this expression again for
-        # another session before this reading is done)
-        a0 = x.a
-        s0 = x.session
-        x.a = s.a
-        x.session = s
+        x = _bind(self.x, s)
         try:
             return self.tree.ev(x)
         finally:
-            x.a = a0
-            x.session = s0
+            _unbind(x)
 
 
 class GaugeFn(object):
@@ -390,16 +383,28 @@ class MemberFn(object):
         self.x = StepContext(None)
 
     def __call__(self, s: Any) -> int:
-        x = self.x
-        a0 = x.a
-        s0 = x.session
-        x.a = s.a
-        x.session = s
+        x = _bind(self.x, s)
         try:
             return self.m.of(x)
         finally:
-            x.a = a0
-            x.session = s0
+            _unbind(x)
+
+
+def _bind(x: StepContext, s: Any) -> StepContext:
+    """Context ``x`` reading session ``s`` (its attributes, and the session
+    its queries get); a new context where ``x`` is in use: a query may read
+    the same expression again, for another session, before the first
+    reading is done."""
+    if x.session is not None:
+        x = StepContext(None)
+    x.a = s.a
+    x.session = s
+    return x
+
+
+def _unbind(x: StepContext) -> None:
+    x.a = None
+    x.session = None
 
 
 class Keys(object):
