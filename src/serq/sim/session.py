@@ -126,8 +126,9 @@ class Interpreter(HoldOps):
             return (SET if t is ir.Set else OBSERVE, st.slot if t is ir.Set else st.obs, value, loc)
         if t is ir.Run:
             if st.mode != "Plain":
-                return (STEPRUN, c.member(st.stage), c.expr(st.work), st.mode == "Decode",
-                        None if st.growing is None else c.member(st.growing), loc)
+                # (codegen.py writes a step stage's runs out: the tuple is
+                # the statement's location)
+                return (STEPRUN, loc)
             also = [c.member(r) for r in st.also]
             return (RUN, c.member(st.stage), c.expr(st.work), also, loc)
         if t is ir.Branch:
@@ -166,45 +167,30 @@ class Interpreter(HoldOps):
         return self.gens[b](s)
 
     def run_op(self, s, op):
-        """A ``run`` that the generated code does not write out: a member
-        chosen at run time, several stages held together, a shared stage,
-        a step stage's prefill or decode."""
+        """A plain ``run`` that the generated code does not write out:
+        several stages held together, or a shared stage (codegen.py writes
+        out the others, and every step stage's prefill and decode)."""
         sim = self.sim
-        if op[0] == RUN:
-            # the member first, then the work (0.1.3's order of draws)
-            stage = sim.stages[op[1](s)]
-            work = op[2](s)
-            if work != work or work < -1e-9:  # (0.1.3 forgives -1e-9)
-                raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
-                                "or seconds" % fmt(work))
-            if op[3]:
-                stages = [stage] + [sim.stages[m(s)] for m in op[3]]
-                if len(set(stages)) < len(stages):
-                    raise sim.error(s, op[-1], "the run names stage `%s` twice" % stage.name)
-            else:
-                stages = None
-            if work <= 0.0:
-                yield AGAIN
-            elif stage.kind == "shared":
-                sim.flows.start(s, stages or [stage], work)
-                yield WAIT
-            else:
-                stage.submit(s, work)
-                yield WAIT
-        else:  # STEPRUN
-            stage = sim.stages[op[1](s)]  # the member first, as for a plain run
-            work = op[2](s)
-            if work != work or work < -1e-9:  # (0.1.3 forgives -1e-9)
-                raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
-                                "or seconds" % fmt(work))
-            if work <= 0.0:
-                yield AGAIN
-            else:
-                grow = None
-                if op[4] is not None:
-                    grow = self.innermost(s, op[4](s), op, "growing")
-                stage.submit_step(s, op[3], work, grow)
-                yield WAIT
+        # the member first, then the work (0.1.3's order of draws)
+        stage = sim.stages[op[1](s)]
+        work = op[2](s)
+        if work != work or work < -1e-9:  # (0.1.3 forgives -1e-9)
+            raise sim.error(s, op[-1], "the amount is %s, not a number of units, tokens "
+                            "or seconds" % fmt(work))
+        if op[3]:
+            stages = [stage] + [sim.stages[m(s)] for m in op[3]]
+            if len(set(stages)) < len(stages):
+                raise sim.error(s, op[-1], "the run names stage `%s` twice" % stage.name)
+        else:
+            stages = None
+        if work <= 0.0:
+            yield AGAIN
+        elif stage.kind == "shared":
+            sim.flows.start(s, stages or [stage], work)
+            yield WAIT
+        else:
+            stage.submit(s, work)
+            yield WAIT
 
     def choose(self, s, op):
         n = op[2](s)
