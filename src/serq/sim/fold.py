@@ -398,8 +398,9 @@ def _begin(sim: "Simulator", st: Any, g: Folding) -> None:
         uses[i] = uses.get(i, 0) + 1
 
 
-def _end(sim: "Simulator", k: int) -> Optional[Folding]:
-    """The stretch of stage ``k`` no longer in progress (None: there is none)."""
+def _end(sim: "Simulator", k: int) -> None:
+    """The stretch of stage ``k``, if one is in progress, written back and
+    no longer in progress."""
     f: Optional[Folding] = sim.folds.pop(k, None)
     if f is not None:
         uses: Dict[int, int] = sim.fold_uses
@@ -409,16 +410,14 @@ def _end(sim: "Simulator", k: int) -> Optional[Folding]:
                 uses[i] = c
             else:
                 del uses[i]
-    return f
+        f.write_back()
 
 
 def sync(sim: "Simulator", st: Any) -> None:
     """Stage ``st``'s stretch, if one is in progress, written back and
     ended: before code outside the stretch reads or changes its residents
     (a query of its work or budget, a resident joining or leaving it)."""
-    f = _end(sim, st.index)
-    if f is not None:
-        f.write_back()
+    _end(sim, st.index)
 
 
 def sync_pool(sim: "Simulator", p: Any) -> None:
@@ -427,9 +426,7 @@ def sync_pool(sim: "Simulator", p: Any) -> None:
     folds: Dict[int, Folding] = sim.folds
     i = p.index
     for k in [k for k, f in folds.items() if i in f.uses]:
-        g = _end(sim, k)
-        assert g is not None
-        g.write_back()
+        _end(sim, k)
 
 
 def sync_top(sim: "Simulator") -> None:
@@ -497,7 +494,6 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
                               or not _quiet_others(sim, st)):
             # Something else is to run at this settle: the general one.
             _end(sim, st.index)
-            f.write_back()
             f = None
             st.iteration_end(None)
             sim.settle()
@@ -539,13 +535,11 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
                 # and chunk already read
                 sim.may_plan.add(st)  # (as iteration_end)
                 _end(sim, st.index)
-                f.write_back()
                 st.attempt_read(B, C)
         else:
             if f is not None:
                 sim.may_plan.add(st)  # (as iteration_end)
                 _end(sim, st.index)
-                f.write_back()
             if st.running is None and st.pending():
                 st.attempt()
         settle_tail(sim, t)
