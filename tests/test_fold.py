@@ -12,7 +12,8 @@ from serq.sim import fold
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = ROOT / "tests" / "data" / "fold"
-PROGRAMS = sorted(HERE.glob("*.sq")) + [ROOT / "bench" / "programs" / "chat_cache.sq"]
+PROGRAMS = sorted(HERE.glob("*.sq")) + [ROOT / "bench" / "programs" / (name + ".sq")
+                                         for name in ("chat_cache", "pd_split")]
 
 
 def _run(path, enabled, **kw):
@@ -65,6 +66,18 @@ def test_replicas_fold_side_by_side():
 def test_stretches_that_would_share_a_pool_take_turns():
     sim = _sim(HERE / "shared_kv.sq")
     assert all(0.2 * st.iterations < st.folded < 0.9 * st.iterations for st in sim.steps)
+
+
+def test_engines_fold_beside_ps_stages_and_shared_links():
+    # ps jobs start and finish, and transfers share the NICs' links (flows),
+    # between the folded iterations; the reports are the general path's and
+    # the reference's (the tests above)
+    sim = _sim(HERE / "ps_beside.sq")
+    assert sim.steps_and_ps and sim.steps[0].folded > 0.8 * sim.steps[0].iterations
+    sim = _sim(ROOT / "bench" / "programs" / "pd_split.sq")
+    assert sim.flows is not None
+    decode = [st for st in sim.steps if st.name == "D"]
+    assert len(decode) == 3 and all(st.folded > 0.7 * st.iterations for st in decode)
 
 
 def test_reads_of_a_folding_engine_and_preemptions_write_its_stretch_back():

@@ -28,8 +28,10 @@ of 1.0 give.
 A stretch starts at the end of an iteration that decoded every resident
 (``Step.decode_launch``) and goes on while, at each of its iteration ends:
 no other event is due at the same instant, within the horizon and the event
-limit; no session is ready, no pool has work for the pass and no other step
-stage would plan; no resident ends its decode in the next iteration; the
+limit; no session is ready, no pool has work for the pass, no other step
+stage would plan, no ps stage waits to reschedule and no flow started or
+ended (ps stages and shared links then serve on between the folded
+iterations, as their own events); no resident ends its decode in the next iteration; the
 budget covers a token for every resident; no admission is waiting; every
 growth fits without preemption.  Where a condition fails, the general path
 takes over at that point, and the reports are the same bytes
@@ -88,7 +90,6 @@ def prepare(sim: "Simulator") -> None:
     prog = sim.prog
     general = (ENABLED[0] and sim.trace_iterations is None and not sim.claims
                and not sim.check_invariants and not sim.check_touched
-               and not sim.steps_and_ps and sim.flows is None
                and not _reads_lazy([g.expr for g in prog.gauges]))
     for st in sim.steps:
         spec = prog.stages[st.index].kind
@@ -490,7 +491,7 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
             heappop(heap)
         sim.now = t
         sim.events += 1
-        if f is not None and (sim.ready or sim.changed or sim.pool_watch
+        if f is not None and (sim.ready or sim.changed or sim.pool_watch or sim.flows_dirty
                               or not _quiet_others(sim, st)):
             # Something else is to run at this settle: the general one.
             _end(sim, st.index)
@@ -501,7 +502,8 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
         fresh = f is None  # (a first end: iteration_end puts st in ``may_plan``)
         if f is None:
             st.iteration_end(None)
-            if sim.ready or sim.changed or sim.pool_watch or not _quiet_others(sim, st):
+            if (sim.ready or sim.changed or sim.pool_watch or sim.flows_dirty
+                    or not _quiet_others(sim, st)):
                 sim.settle()
                 return
             g = Folding(st, sim)
