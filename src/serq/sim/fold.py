@@ -59,7 +59,7 @@ from ..report.stats import TimeAverage
 from .events import OBJECTS, Event, pop_event
 from .holds import HoldRun, try_grow
 from .pools import EPS, Pool, round_up
-from .recorded import TOUCHED_LIST, record_set
+from .recorded import TOUCHED_LIST, Recorded, record_set
 from .step import Step
 from .step_plan import StepJob
 
@@ -353,8 +353,9 @@ def settle_tail(sim: "Simulator", now: float) -> None:
             touched.record_all(now)
         else:
             record_set(touched, now)
-    for record in sim.recorders:
-        record(now)
+    r: Recorded
+    for r in sim.recorders:
+        r.record(now)
 
 
 def _quiet_others(sim: "Simulator", st: Step) -> bool:

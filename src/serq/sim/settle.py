@@ -355,7 +355,7 @@ class Settle(PoolSim):
                     else:
                         record_set(touched, t)
                 if recorders:  # (a lean run has no shared stage: only RECORD_ALL)
-                    for record in recorders:
-                        record(t)
+                    for r in recorders:
+                        r.record(t)
         finally:
             self.events = events

@@ -70,6 +70,7 @@ class TimeAverages(Clock):
         # tests/test_sim_ticks.py sets TICKS_KEPT lower before a run)
         self.ticks_kept: int = TICKS_KEPT
         self.catchers: List[Recorded] = []
+        self.recorders: List[Recorded] = []  # (those that record at every event)
         self.gauges: List[GaugeTrace] = []  # (the program's, set by the simulator)
         # The stages and pools whose values may have changed in this event
         # (each adds itself where it changes): only they record at its end.
@@ -83,9 +84,9 @@ class TimeAverages(Clock):
         self.catchers = list(self.stages) + list(self.pools)
         # A shared stage's utilisation follows its flows' rates: it records
         # at every event.  The others record when touched (see settle).
-        self.recorders = [st.record for st in self.stages if st.kind == "shared"]
+        self.recorders = [st for st in self.stages if st.kind == "shared"]
         if RECORD_ALL:
-            self.recorders = [r.record for r in self.catchers]
+            self.recorders = list(self.catchers)
 
     def compact_ticks(self, now: float) -> None:
         """Every stage and pool catches up through ``now`` (the last tick),
