@@ -361,7 +361,10 @@ def settle_tail(sim: "Simulator", now: float) -> None:
 def _quiet_others(sim: "Simulator", st: Step) -> bool:
     """No other step stage would plan at this settle (each that would is in
     ``may_plan``)."""
-    for other in sim.may_plan:
+    may_plan = sim.may_plan
+    if not may_plan:
+        return True  # (a set's table does not shrink: iterating an empty one walks it)
+    for other in may_plan:
         if other is not st and other.running is None and other.pending():
             return False
     return True
