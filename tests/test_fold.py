@@ -120,3 +120,13 @@ def test_no_folding_under_the_iteration_trace():
     sim.trace_iterations = trace
     sim.run()
     assert sim.steps[0].folded == 0 and len(sim_steps) == sim.steps[0].iterations
+
+
+def test_whole_numbers_are_told_from_fractions_and_the_out_of_range():
+    limit = fold.WHOLE_LIMIT
+    xs = [0.0, -0.0, 1.0, -1.0, 3.0, 2.5, -2.5, 0.5, -0.5, 1e-300, -1e-300, 5e-324,
+          limit - 1.0, -(limit - 1.0), limit - 0.5, limit, -limit, 1e300,
+          float("inf"), float("-inf"), float("nan"), 4096.0 + 2.0 ** -40]
+    for x in xs:
+        expect = -limit < x < limit and x.is_integer()
+        assert fold._whole(x) is expect, x

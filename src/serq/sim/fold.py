@@ -98,10 +98,10 @@ def prepare(sim: "Simulator") -> None:
 
 
 def _whole(x: float) -> bool:
-    # (``x % 1.0`` rather than ``x.is_integer()``: float arithmetic where
-    # mypyc compiles this, not a method call; the range test keeps out inf
-    # and nan first)
-    return -WHOLE_LIMIT < x < WHOLE_LIMIT and x % 1.0 == 0.0
+    # (``float(int(x)) == x`` rather than ``x.is_integer()`` or ``x % 1.0``:
+    # compiled, a conversion each way, not a method call or ``fmod``; exact
+    # inside the range, whose test keeps out inf and nan first)
+    return -WHOLE_LIMIT < x < WHOLE_LIMIT and float(int(x)) == x
 
 
 def _second_time(heap: List[Any]) -> float:
