@@ -136,6 +136,27 @@ def test_run_text_report_and_dump(tmp_path):
     assert gauge[0] == "time,value" and float(gauge[1].split(",")[0]) == 0.0
 
 
+def test_a_run_ends_with_every_output_written_and_closed(tmp_path):
+    # `serq run` ends its process without the interpreter's teardown
+    # (cli.main): the report, the iteration trace and the dump are whole
+    # by then, the same as an in-process run's
+    from serq.compiler import compile_program
+    from serq.report.jsonfmt import report_json
+    from serq.runner import run_program, simulate
+    program = ROOT / "tests" / "data" / "fold" / "long_decode.sq"
+    r = serq("run", program, "--json", "--horizon", "200", "--trace-iterations",
+             tmp_path / "it.txt", "--dump", tmp_path / "d")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == report_json(run_program(compile_program(str(program), horizon=200.0))) + "\n"
+    iterations = simulate(compile_program(str(program), horizon=200.0)).steps[0].iterations
+    text = (tmp_path / "it.txt").read_text()
+    lines = text.splitlines()
+    assert iterations > 1000 and len(lines) == iterations and text.endswith("\n")
+    assert float(lines[-1].split()[0]) <= 200.0 and lines[-1].split()[1] == "engine"
+    rows = (tmp_path / "d" / "latency.csv").read_text().splitlines()
+    assert rows[0] == "time,session,turn,value" and len(rows) > 1
+
+
 def test_run_from_ir_gives_the_same_report(tmp_path):
     program = SIM / "shared_links.sq"
     ir_file = tmp_path / "p.json"

@@ -211,13 +211,15 @@ def main(argv: Optional[List[str]] = None) -> int:
             if isinstance(sys.stdout, Guarded):
                 sys.stdout = real
             STOP[0] = None
-    if argv is None and args.command == "run" and (
-            getattr(args, "max_wall", None) is not None or _OUT_OF_MEMORY[0]):
-        # The command line's `serq run --max-wall`: the wall time asked for is
-        # the command's, and freeing a million sessions at exit takes seconds
-        # of it; after running out of memory, the freeing (and the
-        # interpreter's last collection) may not finish at all.  Everything
-        # is written; the process ends without the freeing.
+    if argv is None and args.command == "run":
+        # The command line's `serq run`: its report and side outputs are
+        # written and closed by now; freeing the run's sessions, samples and
+        # generated code at exit, and the interpreter's last collections,
+        # cost CPU time (3-5 % of a short run, seconds after a long one, and
+        # `--max-wall` is the whole command's time) and produce nothing;
+        # after running out of memory they may not finish at all.  The
+        # process ends without them.  (No other command: `sweep`'s worker
+        # pool and anything with exit handlers end the usual way.)
         try:
             sys.stdout.flush()
             sys.stderr.flush()
