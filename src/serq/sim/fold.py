@@ -134,7 +134,7 @@ class Folding(object):
         self.st = st
         self.sim = sim
         self.jobs: List[StepJob] = list(st.residents)
-        self.assigned: List[List[Any]] = [[j, 1.0] for j in self.jobs]
+        self.assigned: List[Tuple[StepJob, float]] = [(j, 1.0) for j in self.jobs]
         self.n: int = len(self.jobs)
         self.rem0: List[float] = [j.remaining for j in self.jobs]
         self.rmin: float = min(self.rem0)

@@ -43,7 +43,7 @@ class Plan(object):
         self.C = C
         self.left = B
         self.served: Set[StepJob] = set()
-        self.assigned: List[List[Any]] = []  # [job, tokens]
+        self.assigned: List[Tuple[StepJob, float]] = []  # (job, tokens)
         self.refused = False  # a granule refused a prefill: no more admission
         self.attention: Dict[StepJob, float] = {}  # job -> its prefill chunk's attention term
         self.admitted = 0
@@ -92,12 +92,12 @@ class Plan(object):
                         gone = True
                         break
                 if gone:
-                    kept: List[List[Any]] = []
+                    kept: List[Tuple[StepJob, float]] = []
                     for aj, at in self.assigned:
                         if aj.gone:
                             self.left += at
                         else:
-                            kept.append([aj, at])
+                            kept.append((aj, at))
                     self.assigned = kept
                 if outcome == "stalled":
                     return "skip"
@@ -110,7 +110,7 @@ class Plan(object):
         if exclusive and not job.decode:
             self.assigned = []
             self.left = self.B
-        self.assigned.append([job, tokens])
+        self.assigned.append((job, tokens))
         self.left -= tokens
         return "given"
 
