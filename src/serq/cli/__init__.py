@@ -215,7 +215,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         # The command line's `serq run`: its report and side outputs are
         # written and closed by now; freeing the run's sessions, samples and
         # generated code at exit, and the interpreter's last collections,
-        # cost CPU time (3-5 % of a short run, seconds after a long one, and
+        # cost CPU time (2-4 % of a short run, seconds after a long one, and
         # `--max-wall` is the whole command's time) and produce nothing;
         # after running out of memory they may not finish at all.  The
         # process ends without them.  (No other command: `sweep`'s worker

@@ -61,7 +61,7 @@ from .holds import HoldRun, try_grow
 from .pools import EPS, Pool, round_up
 from .recorded import TOUCHED_LIST, Recorded, record_set
 from .step import Step
-from .step_plan import StepJob
+from .step_plan import Assignment, StepJob
 
 if TYPE_CHECKING:
     from .engine import Simulator
@@ -134,7 +134,7 @@ class Folding(object):
         self.st = st
         self.sim = sim
         self.jobs: List[StepJob] = list(st.residents)
-        self.assigned: List[Tuple[StepJob, float]] = [(j, 1.0) for j in self.jobs]
+        self.assigned: Assignment = [(j, 1.0) for j in self.jobs]
         self.n: int = len(self.jobs)
         self.rem0: List[float] = [j.remaining for j in self.jobs]
         self.rmin: float = min(self.rem0)

@@ -20,7 +20,7 @@ from .exprs import fmt
 from .holds import try_grow
 from .pools import EPS, Pool, round_up, total_key
 from .stages import Job, Stage
-from .step_plan import INF, Plan, StepContext, StepJob
+from .step_plan import INF, Assignment, Plan, StepContext, StepJob
 
 if TYPE_CHECKING:
     from .engine import Simulator
@@ -97,7 +97,7 @@ class Step(Stage):
         self.residents: List[StepJob] = []
         self.changes = 0  # count of insertions into / removals from residents
         # the assignment of the running iteration: (job, tokens) pairs
-        self.running: Optional[List[Tuple[StepJob, float]]] = None
+        self.running: Optional[Assignment] = None
         self.ctx = StepContext(sim.machine_rng)
         self.iterations = 0
         self.served_total = 0.0
@@ -264,7 +264,7 @@ class Step(Stage):
             plan = Plan(self, B, C)
             saved = list(sim.registers)
             self.run_body(plan, self.body)
-        assigned: List[Tuple[StepJob, float]] = []
+        assigned: Assignment = []
         j: StepJob
         t: float
         for j, t in plan.assigned:  # (typed tuples: native reads of the job and its tokens)
@@ -284,7 +284,7 @@ class Step(Stage):
         self.idle_with_work = False
         self.start(C, plan.attention, assigned, plan)
 
-    def plan_decodes(self, B: float, C: float) -> Union[List[Tuple[StepJob, float]], Plan]:
+    def plan_decodes(self, B: float, C: float) -> Union[Assignment, Plan]:
         """The default plan while every resident decodes, written for speed
         (most iterations of a loaded engine): each resident in order gets its
         token, growing its memory where that needs no eviction choice beyond
@@ -292,7 +292,7 @@ class Step(Stage):
         first resident it does not handle (a prefill, a stalled one, a growth
         that does not fit) or when an admission is to be tried, a `Plan` in
         the state the general procedure would have reached, for it to go on."""
-        assigned: List[Tuple[StepJob, float]] = []
+        assigned: Assignment = []
         left = B
         for j in self.residents:
             if not j.decode or j.stalled:
@@ -325,7 +325,7 @@ class Step(Stage):
             return self.handover(B, C, assigned, left)
         return assigned
 
-    def handover(self, B: float, C: float, assigned: List[Tuple[StepJob, float]], left: float) -> Plan:
+    def handover(self, B: float, C: float, assigned: Assignment, left: float) -> Plan:
         plan = Plan(self, B, C)
         plan.prefill_at_start = False  # (the fast path stops at the first prefill)
         plan.assigned = assigned
@@ -501,7 +501,7 @@ class Step(Stage):
                 if outcome == "self" or plan.refused:
                     return
 
-    def start(self, C: float, attn: Dict[StepJob, float], assigned: List[Tuple[StepJob, float]],
+    def start(self, C: float, attn: Dict[StepJob, float], assigned: Assignment,
               plan: Plan) -> None:
         """Steps 6 of the iteration: the cost, the claims, the event.
         ``attn`` maps job to a prefill chunk's attention term; ``plan`` is
@@ -537,7 +537,7 @@ class Step(Stage):
             ctx.kvp = kvp
         self.launch(C, assigned, plan, ntok, ndec, npre)
 
-    def start_decodes(self, C: float, assigned: List[Tuple[StepJob, float]]) -> None:
+    def start_decodes(self, C: float, assigned: Assignment) -> None:
         """``start`` of a plan of decodes only (``plan_decodes``), in one
         pass: each job's position moves on by its token, and the sums
         ``start`` makes, in the same order (no prefill: ``prefilled``,
@@ -581,7 +581,7 @@ class Step(Stage):
             ctx.kvp = 0.0
         self.launch(C, assigned, None, ntok, ndec, 0.0)
 
-    def launch(self, C: float, assigned: List[Tuple[StepJob, float]], plan: Optional[Plan], ntok: float,
+    def launch(self, C: float, assigned: Assignment, plan: Optional[Plan], ntok: float,
                ndec: float, npre: float) -> None:
         """The rest of ``start``, once the context holds the sums: the
         cost, the claims, the statistics and the event."""

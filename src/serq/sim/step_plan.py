@@ -33,6 +33,11 @@ class StepJob(object):
         self.pending = 0.0  # the growth a stalled resident waits for
 
 
+#: An iteration's assignment: (resident, tokens) in serving order.  Typed
+#: tuples, so that compiled code unpacks each pair natively.
+Assignment = List[Tuple[StepJob, float]]
+
+
 class Plan(object):
     """An iteration being planned: the budget B and chunk C read once, what
     is left, the tokens given so far, who was served."""
@@ -43,7 +48,7 @@ class Plan(object):
         self.C = C
         self.left = B
         self.served: Set[StepJob] = set()
-        self.assigned: List[Tuple[StepJob, float]] = []  # (job, tokens)
+        self.assigned: Assignment = []
         self.refused = False  # a granule refused a prefill: no more admission
         self.attention: Dict[StepJob, float] = {}  # job -> its prefill chunk's attention term
         self.admitted = 0
@@ -92,7 +97,7 @@ class Plan(object):
                         gone = True
                         break
                 if gone:
-                    kept: List[Tuple[StepJob, float]] = []
+                    kept: Assignment = []
                     for aj, at in self.assigned:
                         if aj.gone:
                             self.left += at
