@@ -130,3 +130,14 @@ def test_whole_numbers_are_told_from_fractions_and_the_out_of_range():
     for x in xs:
         expect = -limit < x < limit and x.is_integer()
         assert fold._whole(x) is expect, x
+
+
+def test_an_iteration_that_ends_a_decode_starts_folded():
+    # 81 iterations: the prefill of both, then 80 of decodes.  Only three
+    # start in the general path: the prefill, the first decodes (whose end
+    # starts the stretch) and the one after the shorter session leaves (its
+    # end was the general one).  Each resident's last iteration starts
+    # folded; its end, where the resident leaves, is the general path's.
+    st = _sim(HERE / "two_lengths.sq").steps[0]
+    assert st.iterations == 81
+    assert st.folded == st.iterations - 3

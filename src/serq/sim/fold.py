@@ -31,12 +31,13 @@ no other event is due at the same instant, within the horizon and the event
 limit; no session is ready, no pool has work for the pass, no other step
 stage would plan, no ps stage waits to reschedule and no flow started or
 ended (ps stages and shared links then serve on between the folded
-iterations, as their own events); no resident ends its decode in the next iteration; the
-budget covers a token for every resident; no admission is waiting; every
-growth fits without preemption.  Where a condition fails, the general path
-takes over at that point, and the reports are the same bytes
-(tests/test_fold.py, the conformance suite, the iteration trace, which
-turns folding off).
+iterations, as their own events); no resident decoded its last token in
+the iteration ending (that iteration starts folded, and ends in the
+general path); the budget covers a token for every resident; no admission
+is waiting; every growth fits without preemption.  Where a condition
+fails, the general path takes over at that point, and the reports are the
+same bytes (tests/test_fold.py, the conformance suite, the iteration
+trace, which turns folding off).
 
 Replicas fold side by side: each step stage has a stretch of its own
 (``sim.folds``, by stage index; two stretches never share a pool), and a
@@ -205,11 +206,17 @@ class Folding(object):
             self.uses.append(memory)
         return True
 
+    def finishing(self) -> bool:
+        """Whether a resident decodes its last token in the iteration in
+        progress (then its end is the general one: the resident leaves, its
+        session goes on).  Tokens are whole: the fewest left is 1."""
+        return self.rmin - float(self.ends) - 1.0 <= 1e-9
+
     def can_start(self) -> bool:
-        """Whether the next iteration can be a folded one: no resident ends
-        in it and no admission is waiting (the budget is checked once read)."""
-        if self.rmin - float(self.ends) - 1.0 <= 1e-9:
-            return False
+        """Whether the next iteration can be a folded one: no admission is
+        waiting (the budget is checked once read).  An iteration in which a
+        resident decodes its last token is one too: it gives every resident
+        its token as the general plan would; its end is not folded."""
         for p in self.st.admits:
             if p.queue:
                 return False
@@ -496,8 +503,9 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
         sim.now = t
         sim.events += 1
         if f is not None and (sim.ready or sim.changed or sim.pool_watch or sim.flows_dirty
-                              or not _quiet_others(sim, st)):
-            # Something else is to run at this settle: the general one.
+                              or f.finishing() or not _quiet_others(sim, st)):
+            # A resident ends here, or something else is to run at this
+            # settle: the general end and settle.
             _end(sim, st.index)
             f = None
             st.iteration_end(None)
