@@ -372,15 +372,20 @@ def _count(buckets: Dict[Any, List[Any]], key: Any, x: float, k: int) -> None:
     if c is None:
         buckets[key] = [k, x, x]
     else:
-        # (typed reads: compiled, the item operations are native)
-        n: int = c[0]
-        lo: float = c[1]
-        hi: float = c[2]
-        c[0] = n + k
-        if x < lo:
-            c[1] = x
-        if x > hi:
-            c[2] = x
+        _bump(c, x, k)
+
+
+def _bump(c: List[Any], x: float, k: int) -> None:
+    """``k`` values ``x`` into the bucket entry ``c``."""
+    # (typed reads: compiled, the item operations are native)
+    n: int = c[0]
+    lo: float = c[1]
+    hi: float = c[2]
+    c[0] = n + k
+    if x < lo:
+        c[1] = x
+    if x > hi:
+        c[2] = x
 
 
 #: Width of an ITL bucket in natural-log units (1 %).
@@ -391,13 +396,17 @@ _ZERO_BUCKET: Final = -(1 << 63)
 class ItlHistogram(object):
     """Inter-token gaps: exact mean, quantiles within 0.5 % (1 % log buckets)."""
 
-    __slots__ = ("n", "total", "buckets")
+    __slots__ = ("n", "total", "buckets", "last_key", "last")
 
     def __init__(self) -> None:
         self.n = 0
         self.total = 0.0
         # bucket -> [count, min, max]
         self.buckets: Dict[int, List[Any]] = {}
+        # the bucket of the last gap added, and its entry: consecutive gaps
+        # mostly fall in one bucket (1 % wide), found then without a lookup
+        self.last_key: int = _ZERO_BUCKET
+        self.last: Optional[List[Any]] = None
 
     @staticmethod
     def bucket(x: float) -> int:
@@ -415,7 +424,16 @@ class ItlHistogram(object):
         for _i in range(k):
             total += x
         self.total = total
-        _count(self.buckets, self.bucket(x), x, k)
+        key = self.bucket(x)
+        c = self.last
+        if c is None or key != self.last_key:
+            c = self.buckets.get(key)
+            if c is None:
+                c = [0, x, x]
+                self.buckets[key] = c
+            self.last_key = key
+            self.last = c
+        _bump(c, x, k)
 
     def mean(self) -> Optional[float]:
         if self.n == 0:
