@@ -365,6 +365,14 @@ def settle_tail(sim: "Simulator", now: float) -> None:
         r.record(now)
 
 
+def _general_due(sim: "Simulator", st: Step) -> bool:
+    """Whether this settle has more to do than stage ``st``'s plan: a
+    session ready, a pool with work for the pass, a ps stage to reschedule,
+    a flow started or ended, or another step stage that would plan."""
+    return bool(sim.ready or sim.changed or sim.pool_watch or sim.flows_dirty
+                or not _quiet_others(sim, st))
+
+
 def _quiet_others(sim: "Simulator", st: Step) -> bool:
     """No other step stage would plan at this settle (each that would is in
     ``may_plan``)."""
@@ -502,8 +510,7 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
             heappop(heap)
         sim.now = t
         sim.events += 1
-        if f is not None and (sim.ready or sim.changed or sim.pool_watch or sim.flows_dirty
-                              or f.finishing() or not _quiet_others(sim, st)):
+        if f is not None and (f.finishing() or _general_due(sim, st)):
             # A resident ends here, or something else is to run at this
             # settle: the general end and settle.
             _end(sim, st.index)
@@ -514,8 +521,7 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
         fresh = f is None  # (a first end: iteration_end puts st in ``may_plan``)
         if f is None:
             st.iteration_end(None)
-            if (sim.ready or sim.changed or sim.pool_watch or sim.flows_dirty
-                    or not _quiet_others(sim, st)):
+            if _general_due(sim, st):
                 sim.settle()
                 return
             g = Folding(st, sim)
