@@ -260,7 +260,7 @@ def replay_triple(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
     c.last = t
 
 
-def replay_all(averages: Sequence["TimeAverage"], ticks: vec[float], gaps: vec[float],
+def replay_all(averages: List["TimeAverage"], ticks: vec[float], gaps: vec[float],
                lo: int, end: int) -> None:
     """``replay_pieces`` of every average of ``averages`` whose value is not
     0, three at a time (``replay_triple``), then two (``replay_pair``)."""

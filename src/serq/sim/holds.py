@@ -46,13 +46,15 @@ class HoldRun(object):
         self.session: Any = session
         self.op: Any = op
         self.pools = pools
+        # (comprehensions, not ``[0.0] * n``: compiled, a repeat is the
+        # generic sequence multiply, about 1 300 instructions a list)
         n = len(pools)
-        self.alloc: List[float] = [0.0] * n
-        self.pos: List[float] = [0.0] * n
-        self.grown: List[bool] = [False] * n
-        self.done: List[bool] = [False] * n  # released (by `release`, or at the end)
+        self.alloc: List[float] = [0.0 for _k in range(n)]
+        self.pos: List[float] = [0.0 for _k in range(n)]
+        self.grown: List[bool] = [False for _k in range(n)]
+        self.done: List[bool] = [False for _k in range(n)]  # released (by `release`, or at the end)
         # reservation not yet allocated (reserve held)
-        self.reserve: List[float] = [0.0] * n
+        self.reserve: List[float] = [0.0 for _k in range(n)]
         self.resumed = False
         self.waiting: Any = None
         self.lease_ok = True  # the lease (if any) names the member held

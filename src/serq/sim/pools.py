@@ -146,7 +146,7 @@ class Pool(Recorded):
     touched: Touched
     evict_keys: Any
     spill: Any
-    averages: Tuple[TimeAverage, ...]
+    averages: List[TimeAverage]
 
     def __init__(self, sim, index, decl, compiler):
         self.sim = sim
@@ -183,7 +183,7 @@ class Pool(Recorded):
         self.admission = AdmissionStats()
         st, ad = self.stats, self.admission
         # The six time averages, in the order of ``sig`` (record)
-        self.averages = (st.used, st.cached, st.queue, st.holders, ad.reserved, ad.blocking)
+        self.averages = [st.used, st.cached, st.queue, st.holders, ad.reserved, ad.blocking]
         self.blocked = False  # the head holds back a hold that fits (last attempt)
         self.blocked_key = None  # what the pool looked like at the last scan
         # The six values the time averages were last set from, and the index
@@ -239,7 +239,7 @@ class Pool(Recorded):
         self.sig_reserved = reserved
         self.sig_blocked = blocked
         # the pieces left for later, up to the current event (Stage.set_number)
-        ticks: vec[float] = self.sim.ticks
+        ticks: vec[float] = self.clock.ticks
         k = len(ticks) - 1
         if self.synced < k - 1:
             self.catch_up(ticks, k)
@@ -263,13 +263,13 @@ class Pool(Recorded):
         unchanged since the last ``record`` that set them)."""
         lo = self.synced + 1
         if lo < end:
-            replay_all(self.averages, ticks, self.sim.gaps_to(end), lo, end)
+            replay_all(self.averages, ticks, self.clock.gaps_to(end), lo, end)
         self.synced = end - 1
 
     def restart(self, now):
         for a in self.averages:
             a.restart(now)
-        self.synced = len(self.sim.ticks) - 1  # (pieces before now are dropped)
+        self.synced = len(self.clock.ticks) - 1  # (pieces before now are dropped)
 
     # ----------------------------------------------------------------- cache
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .session import Session
 
 WAIT: Final = 0
+INF: Final = float("inf")  # (read as a constant: compiled, ``float("inf")`` parses a string)
 
 
 def _in_order(members: Set[Any], after: int) -> List[Recorded]:
@@ -276,7 +277,7 @@ class PoolSim(TimeAverages):
                 pos = p.take_entry(root.serial, reuse)
                 consumed = max(consumed, pos)
             alloc = round_up(units[i], p.block)
-            if alloc == float("inf"):
+            if alloc == INF:
                 raise infinite_units(p, run)
             p.make_room(alloc)
             p.used += alloc

@@ -5,9 +5,12 @@ A module of its own, importing nothing of the simulator, so that the stages
 (stages.py), the pools (pools.py) and the settle that records them
 (timeavg.py, settle.py, fold.py) can all name it without an import circle.
 """
-from typing import Any, Final, List, cast
+from typing import TYPE_CHECKING, Any, Final, List, cast
 
 from ..floatvec import COMPILED, vec
+
+if TYPE_CHECKING:
+    from .timeavg import TimeAverages  # (a type only: nothing imported at run time)
 
 
 class Recorded(object):
@@ -21,6 +24,10 @@ class Recorded(object):
     synced = -1
     #: in this event's ``Touched`` (compiled core)
     in_touched = False
+    #: the simulator whose event times (``ticks``, ``gaps_to``) the pieces
+    #: left for later are, set when the run starts (``start_recording``):
+    #: typed, so that a record reads them as fields, not by name
+    clock: "TimeAverages"
 
     def record(self, now: float) -> None:
         """A piece of each time average at the event ending at ``now``

@@ -100,7 +100,7 @@ class Stage(Recorded):
         self.last_n = n
         # the pieces left for later, up to the current event (the last
         # tick, whose piece is added below as the new values are set)
-        ticks = self.sim.ticks
+        ticks = self.clock.ticks
         k = len(ticks) - 1
         if self.synced < k - 1:
             self.catch_up(ticks, k)
@@ -121,7 +121,7 @@ class Stage(Recorded):
         lo = self.synced + 1
         if lo < end:
             st = self.stats
-            gaps = self.sim.gaps_to(end)
+            gaps = self.clock.gaps_to(end)
             replay_pair(st.number, st.util, ticks, gaps, lo, end)
         self.synced = end - 1
 
@@ -129,7 +129,7 @@ class Stage(Recorded):
         st = self.stats
         st.number.restart(now)
         st.util.restart(now)
-        self.synced = len(self.sim.ticks) - 1  # (pieces before now are dropped)
+        self.synced = len(self.clock.ticks) - 1  # (pieces before now are dropped)
 
     def done(self, job: Job, now: float) -> None:
         """Book-keeping of a finished job, then the session goes on."""

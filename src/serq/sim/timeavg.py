@@ -82,6 +82,9 @@ class TimeAverages(Clock):
         """At the start of the run: who catches up, and who records at
         every event."""
         self.catchers = list(self.stages) + list(self.pools)
+        r: Recorded
+        for r in self.catchers:
+            r.clock = self
         # A shared stage's utilisation follows its flows' rates: it records
         # at every event.  The others record when touched (see settle).
         self.recorders = [st for st in self.stages if st.kind == "shared"]
