@@ -11,13 +11,14 @@ the target hold releases with its computed position and enters its first
 pool's queue again.
 """
 import math
-from typing import TYPE_CHECKING, Any, Final, List
+from typing import TYPE_CHECKING, Any, Final, Iterator, List, Tuple
 
 from ..ir import nodes as ir
 from .exprs import fmt
 from .pools import EPS, Pool, round_down, round_up
 
 if TYPE_CHECKING:
+    from .engine import Simulator
     from .session import Session
 
 WAIT: Final = 0
@@ -42,9 +43,9 @@ class HoldRun(object):
     __slots__ = ("session", "op", "pools", "alloc", "pos", "grown", "done", "reserve",
                  "resumed", "waiting", "lease_ok")
 
-    def __init__(self, session: Any, op: Any, pools: List[Pool]) -> None:
+    def __init__(self, session: Any, op: Tuple[Any, ...], pools: List[Pool]) -> None:
         self.session: Any = session
-        self.op: Any = op
+        self.op = op  # (the hold statement: HoldOps.compile_hold)
         self.pools = pools
         # (comprehensions, not ``[0.0] * n``: compiled, a repeat is the
         # generic sequence multiply, about 1 300 instructions a list)
@@ -130,7 +131,12 @@ def reads_state(e) -> bool:
 class HoldOps(object):
     """The interpreter's pool statements (mixed into ``Interpreter``)."""
 
-    sim: Any  # (set by Interpreter: declared so that compiled code reads a field)
+    # (set by Interpreter; typed, so that compiled code calls the
+    # simulator's methods through its method table, not by name)
+    sim: "Simulator"
+
+    def run_block(self, s: Any, b: int) -> Any:
+        raise NotImplementedError  # (Interpreter's: declared so that run_hold calls it natively)
 
     def compile_hold(self, st, c, loc):
         pools = []
@@ -164,16 +170,23 @@ class HoldOps(object):
                                  % (what, fmt(v)))
         return max(v, 0.0)
 
-    def run_hold(self, s, op):
+    def run_hold(self, s: "Session", op: Tuple[Any, ...]) -> Iterator[Any]:
         sim = self.sim
-        specs = op[1]
-        pools = [sim.pools[m(s)] for m, _, _, _ in specs]
-        seen = set()
-        for p in pools:
-            if p.index in seen:
-                raise sim.error(s, op[-1], "two references name the same member, `%s`: a hold "
-                                "takes each pool once" % sim.pool_label(p))
-            seen.add(p.index)
+        specs: List[Any] = op[1]
+        all_pools = sim.pools
+        pools: List[Pool] = []
+        spec: Tuple[Any, Any, Any, Any]
+        for spec in specs:
+            pools.append(all_pools[spec[0](s)])
+        # (the first pool that an earlier reference names too: a pair of
+        # loops, a hold has a pool or two)
+        k: int
+        for k in range(1, len(pools)):
+            p = pools[k]
+            for q in range(k):
+                if pools[q].index == p.index:
+                    raise sim.error(s, op[-1], "two references name the same member, `%s`: a "
+                                    "hold takes each pool once" % sim.pool_label(p))
         run = HoldRun(s, op, pools)
         lease = op[5]
         if lease is not None and lease[2] is not None:
@@ -187,13 +200,13 @@ class HoldOps(object):
                 # hold even before the session runs again.
                 yield WAIT
                 yield from self.run_block(s, op[3])
-            except Preempted as p:
+            except Preempted as x:
                 if run in s.holds:  # (not when preempted still waiting in the queue)
                     s.holds.remove(run)
                     self.release_all(s, run, preempted=True)
-                if p.run is not run:
+                if x.run is not run:
                     raise
-                run.resumed = not p.tail
+                run.resumed = not x.tail
                 self.reject_if_never_fits(s, op, run)
                 continue
             s.holds.remove(run)
@@ -201,15 +214,23 @@ class HoldOps(object):
             s.a[sim.prog.slots[8]] = 0.0
             return
 
-    def reject_if_never_fits(self, s, op, run):
+    def reject_if_never_fits(self, s: "Session", op: Tuple[Any, ...], run: HoldRun) -> None:
         # 0.1.3 reads every header when the hold is reached, one that reads
         # state too (it is read again when the hold is tried): a negative
         # amount stops the run here, and a `budget_left(S)` whose budget
         # draws takes a draw of the machine stream.
-        for (m, units_f, reserve_f, static), p in zip(op[1], run.pools):
+        specs: List[Any] = op[1]
+        pools = run.pools
+        spec: Tuple[Any, Any, Any, Any]
+        k: int
+        for k in range(len(pools)):  # (one spec per pool of the run: run_hold)
+            spec = specs[k]
+            p = pools[k]
             # (in order: units, then reserve; each read whether final or not)
-            units = self.amount(s, units_f(s), op)
-            reserve = None if reserve_f is None else self.amount(s, reserve_f(s), op)
+            units = self.amount(s, spec[1](s), op)
+            reserve_f = spec[2]
+            reserve: Any = None if reserve_f is None else self.amount(s, reserve_f(s), op)
+            static = spec[3]
             if static is None:
                 continue
             units_final, reserve_final = static

@@ -461,10 +461,15 @@ class Pool(Recorded):
 
     # ------------------------------------------------------------- holders
 
-    def remove_holder(self, session):
-        if session in self.holders:
-            self.holders = [h for h in self.holders if h is not session]
-            self.touched.add(self)
+    def remove_holder(self, session: Any) -> None:
+        holders = self.holders
+        # (found by identity, as ``in`` would for sessions, without a
+        # comparison call per holder)
+        for h in holders:
+            if h is session:
+                self.holders = [h for h in holders if h is not session]
+                self.touched.add(self)
+                return
 
 
 def total_less(v: float, best: float) -> bool:

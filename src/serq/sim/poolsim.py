@@ -13,7 +13,7 @@ from .recorded import Recorded
 from .timeavg import TimeAverages
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .session import Interpreter, Session
 
 WAIT: Final = 0
 INF: Final = float("inf")  # (read as a constant: compiled, ``float("inf")`` parses a string)
@@ -61,12 +61,15 @@ class PoolSim(TimeAverages):
     # Set by the simulator (engine.py), declared here so that the compiled
     # admission reads them as fields
     prog: Any
-    interp: Any
+    interp: "Interpreter"
     compiler: Any
     pool_watch: Set[Any]
 
     def make_ready(self, s: "Session") -> None:
         raise NotImplementedError  # (settle.py's)
+
+    def step(self, s: "Session") -> None:
+        raise NotImplementedError  # (settle.py's: declared so that admit_for calls it natively)
 
     def make_pools(self, prog: Any) -> None:
         # (typed: compiled, ``sim.pools[i]`` and the counters are native)
@@ -240,9 +243,11 @@ class PoolSim(TimeAverages):
         interp = self.interp
         units: List[float] = []
         needs: List[float] = []
-        for _, units_f, reserve_f, _ in op[1]:  # (one per pool of the run: run_hold)
-            u: float = interp.amount(s, units_f(s), op)
+        spec: Tuple[Any, Any, Any, Any]
+        for spec in op[1]:  # (one per pool of the run: run_hold)
+            u: float = interp.amount(s, spec[1](s), op)
             need = u
+            reserve_f = spec[2]
             if reserve_f is not None:
                 need = max(u, interp.amount(s, reserve_f(s), op))
             units.append(u)

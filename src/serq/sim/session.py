@@ -162,7 +162,7 @@ class Interpreter(HoldOps):
             return (DROP, c.member(st.ref), loc)
         raise NotImplementedError("serq cannot run `%s` statements yet" % t.__name__)
 
-    def run_block(self, s, b):
+    def run_block(self, s: Any, b: int) -> Any:
         """The generator of block ``b`` for session (or leg) ``s``."""
         return self.gens[b](s)
 

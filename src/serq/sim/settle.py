@@ -80,7 +80,7 @@ class Settle(PoolSim):
         s.steps = 0
         self.ready.append(s)
 
-    def step(self, s):
+    def step(self, s: Session) -> None:
         """Run a ready session until it blocks or ends."""
         if not s.alive:
             return  # ended while it was in the ready queue (a leg was refused)
