@@ -3,7 +3,7 @@ admission at every settle, growth and preemption, leases, the end of a
 session's holds, and the pool queries.
 """
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Dict, Final, List, Set, Tuple
+from typing import TYPE_CHECKING, Any, Deque, Dict, Final, List, Set, Tuple
 
 from ..errors import RunError
 from .exprs import fmt
@@ -14,6 +14,7 @@ from .timeavg import TimeAverages
 
 if TYPE_CHECKING:
     from .session import Interpreter, Session
+    from .step import Step
 
 WAIT: Final = 0
 INF: Final = float("inf")  # (read as a constant: compiled, ``float("inf")`` parses a string)
@@ -64,6 +65,7 @@ class PoolSim(TimeAverages):
     interp: "Interpreter"
     compiler: Any
     pool_watch: Set[Any]
+    ready: Deque[Any]  # (the sessions ready to run: settle.py)
 
     def make_ready(self, s: "Session") -> None:
         raise NotImplementedError  # (settle.py's)
@@ -479,7 +481,7 @@ class PoolSim(TimeAverages):
 
     # ---------------------------------------------------------- step stages
 
-    def admit_for(self, stage):
+    def admit_for(self, stage: "Step") -> bool:
         """One admission for a step stage from the pools it admits (in
         declaration order, the first with a waiting hold); the admitted
         session runs at once.  False when nothing was admitted."""

@@ -11,7 +11,7 @@ the stages and pools that changed without saying so.
 """
 import heapq
 from collections import deque
-from typing import Any, Deque, Final, List, Set, cast
+from typing import Any, Final, List, Set, cast
 
 from ..errors import RunError
 from ..floatvec import append
@@ -53,7 +53,7 @@ class Settle(PoolSim):
 
     def init_settle(self) -> None:
         self.live: int = 0  # sessions and legs alive (the engine counts them)
-        self.ready: Deque[Any] = deque()
+        self.ready = deque()  # (declared on PoolSim)
         self.changed: List[Any] = []  # the stages whose job set changed (reschedule_changed)
 
     # ---------------------------------------------------------- ready queue

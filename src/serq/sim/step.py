@@ -187,16 +187,15 @@ class Step(Stage):
         """Units all holds of ``session`` have in the stage's memory pool."""
         if self.memory is None:
             return 0.0
-        mp = self.sim.pools[self.memory]
+        mp: Pool = self.sim.pools[self.memory]
         total = 0.0  # the holds of this leg (or session) only, as 0.1.3 reads them
         for run in session.holds:
-            pools = run.pools
-            if mp in pools:  # (pools compare by identity)
-                i = 0
-                for p in pools:
-                    if p is mp and not run.done[i]:
-                        total += run.alloc[i]
-                    i += 1
+            # (by identity, as pools compare, without a comparison call each)
+            i = 0
+            for p in run.pools:
+                if p is mp and not run.done[i]:
+                    total += run.alloc[i]
+                i += 1
         return total
 
     def totals(self, ctx: StepContext, jobs: List[StepJob]) -> None:
