@@ -465,8 +465,8 @@ class Pool(Recorded):
         holders = self.holders
         # (found by identity, as ``in`` would for sessions, without a
         # comparison call per holder)
-        for h in holders:
-            if h is session:
+        for x in holders:
+            if x is session:
                 self.holders = [h for h in holders if h is not session]
                 self.touched.add(self)
                 return
