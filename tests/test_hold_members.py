@@ -30,10 +30,9 @@ def _run(tmp_path, refs):
     ("p[k - 1] (1), p[0] (2), p[k] (1), p[1] (1)", "p[0]"),  # the first pair found
 ])
 def test_a_member_named_twice_stops_the_run_at_the_hold(tmp_path, refs, member):
-    path = tmp_path / "hold.sq"
-    path.write_text(PROGRAM % refs)
     with pytest.raises(RunError) as e:
-        run_program(compile_program(str(path)))
+        _run(tmp_path, refs)
+    path = tmp_path / "hold.sq"
     text = str(e.value)
     assert "two references name the same member, `%s`: a hold takes each pool once" % member \
         in text

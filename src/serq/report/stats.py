@@ -366,13 +366,18 @@ def summarize_gauge(times: Sequence[float], values: Sequence[float],
 
 
 def _count(buckets: Dict[Any, List[Any]], key: Any, x: float, k: int) -> None:
-    """``k`` values ``x`` into a log histogram's bucket ``key``
-    (``[count, smallest, largest]``)."""
+    """``k`` values ``x`` into a log histogram's bucket ``key``."""
+    _bump(_entry(buckets, key, x), x, k)
+
+
+def _entry(buckets: Dict[Any, List[Any]], key: Any, x: float) -> List[Any]:
+    """Bucket ``key``'s entry (``[count, smallest, largest]``), made empty
+    around ``x`` if it has none: ``_bump`` then counts ``x`` in it."""
     c = buckets.get(key)
     if c is None:
-        buckets[key] = [k, x, x]
-    else:
-        _bump(c, x, k)
+        c = [0, x, x]
+        buckets[key] = c
+    return c
 
 
 def _bump(c: List[Any], x: float, k: int) -> None:
@@ -427,10 +432,7 @@ class ItlHistogram(object):
         key = self.bucket(x)
         c = self.last
         if c is None or key != self.last_key:
-            c = self.buckets.get(key)
-            if c is None:
-                c = [0, x, x]
-                self.buckets[key] = c
+            c = _entry(self.buckets, key, x)
             self.last_key = key
             self.last = c
         _bump(c, x, k)

@@ -23,6 +23,11 @@ if TYPE_CHECKING:
 
 WAIT: Final = 0
 
+#: One pool of a hold statement (``HoldOps.compile_hold``): its member, its
+#: units and its reserve (functions of the session; the reserve None if the
+#: hold has none) and which of the two are final when the hold is reached.
+PoolSpec = Tuple[Any, Any, Any, Any]
+
 
 class Preempted(Exception):
     """Thrown into a session whose hold ``run`` is preempted; ``tail``: the
@@ -175,7 +180,7 @@ class HoldOps(object):
         specs: List[Any] = op[1]
         all_pools = sim.pools
         pools: List[Pool] = []
-        spec: Tuple[Any, Any, Any, Any]
+        spec: PoolSpec
         for spec in specs:
             pools.append(all_pools[spec[0](s)])
         # (the first pool that an earlier reference names too: a pair of
@@ -221,7 +226,7 @@ class HoldOps(object):
         # draws takes a draw of the machine stream.
         specs: List[Any] = op[1]
         pools = run.pools
-        spec: Tuple[Any, Any, Any, Any]
+        spec: PoolSpec
         k: int
         for k in range(len(pools)):  # (one spec per pool of the run: run_hold)
             spec = specs[k]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Deque, Dict, Final, List, Set, Tuple
 
 from ..errors import RunError
 from .exprs import fmt
-from .holds import HoldRun, Lease, Preempted, infinite_units, try_grow
+from .holds import HoldRun, Lease, PoolSpec, Preempted, infinite_units, try_grow
 from .pools import EPS, Pool, Waiting, round_up, total_key
 from .recorded import Recorded
 from .timeavg import TimeAverages
@@ -245,7 +245,7 @@ class PoolSim(TimeAverages):
         interp = self.interp
         units: List[float] = []
         needs: List[float] = []
-        spec: Tuple[Any, Any, Any, Any]
+        spec: PoolSpec
         for spec in op[1]:  # (one per pool of the run: run_hold)
             u: float = interp.amount(s, spec[1](s), op)
             need = u
