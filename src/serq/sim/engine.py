@@ -467,7 +467,9 @@ class Simulator(Settle):
         s.alive = False
         if self.session_turns is not None:
             self.session_turns[s.serial] = s.turns
-        self.roots.pop(s.serial, None)
+        roots = self.roots  # (``in`` and ``del``: compiled, a dict's pop is a method call)
+        if s.serial in roots:
+            del roots[s.serial]
         self.live -= 1
         if self.warm:
             self.ended += 1

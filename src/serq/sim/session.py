@@ -27,7 +27,7 @@ from .codegen import BlockWriter
 from .exprs import fmt
 from .holds import HoldOps, HoldRun
 from .pools import total_key, total_less
-from .step_plan import StepContext
+from .step_plan import INF, StepContext
 
 WAIT: Final = 0
 AGAIN: Final = 1
@@ -194,7 +194,7 @@ class Interpreter(HoldOps):
 
     def choose(self, s, op):
         n = op[2](s)
-        if not (n >= 0 and n != float("inf") and n == int(n)):
+        if not (n >= 0 and n != INF and n == int(n)):
             raise self.sim.error(s, op[-1], "the count is %s, not a whole number" % fmt(n))
         slot, keys = op[1], op[3]
         a = s.a

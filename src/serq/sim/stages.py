@@ -179,7 +179,9 @@ class Fifo(Stage):
         self.servers = servers
         self.serving = 0
         self.waiting: Deque[Job] = deque()
-        self.in_service: Dict[int, Job] = {}  # job id -> job
+        # the jobs in service, in the order they started (a job hashes by
+        # identity: no id() to box per lookup)
+        self.in_service: Dict[Job, Job] = {}
         # ``self.finish`` made once (not a bound method per job)
         self.on_finish: Callable[[Job], None] = self.finish
 
@@ -206,8 +208,8 @@ class Fifo(Stage):
         self.sim.touched.add(self)
         if job in self.waiting:
             self.waiting.remove(job)
-        elif id(job) in self.in_service:
-            del self.in_service[id(job)]
+        elif job in self.in_service:
+            del self.in_service[job]
             self.serving -= 1
             if self.waiting:
                 self._start(self.waiting.popleft(), self.sim.now)
@@ -216,7 +218,7 @@ class Fifo(Stage):
         self.serving += 1
         job.started = now
         t = now + job.work
-        self.in_service[id(job)] = job
+        self.in_service[job] = job
         sim = self.sim
         sim.seq += 1  # sim.schedule(t, self.finish, job), inlined
         if OBJECTS:
@@ -227,11 +229,10 @@ class Fifo(Stage):
     def finish(self, job: Job) -> None:
         sim = self.sim
         now = sim.now
-        key = id(job)
         in_service = self.in_service
-        if key not in in_service:
+        if job not in in_service:
             return  # withdrawn
-        del in_service[key]
+        del in_service[job]
         self.serving -= 1
         sim.touched.add(self)
         if self.waiting:
@@ -265,7 +266,7 @@ class Delay(Stage):
 
     def __init__(self, sim: Any, index: int, name: str, member: Optional[int]) -> None:
         Stage.__init__(self, sim, index, name, member)
-        self.jobs: Dict[int, Tuple[Job, float]] = {}
+        self.jobs: Dict[Job, Tuple[Job, float]] = {}  # (by identity, as Fifo's)
 
     def present(self) -> int:
         return len(self.jobs)
@@ -273,7 +274,7 @@ class Delay(Stage):
     def submit(self, session: Any, work: float) -> None:
         now = self.sim.now
         job = Job(session, work, now)
-        self.jobs[id(job)] = (job, now + work)
+        self.jobs[job] = (job, now + work)
         sim = self.sim
         sim.touched.add(self)
         sim.schedule(now + work, self.finish, job)
@@ -282,11 +283,15 @@ class Delay(Stage):
 
     def withdraw(self, job: Job) -> None:
         self.sim.touched.add(self)
-        self.jobs.pop(id(job), None)
+        jobs = self.jobs
+        if job in jobs:
+            del jobs[job]
 
     def finish(self, job: Job) -> None:
-        if self.jobs.pop(id(job), None) is None:
+        jobs = self.jobs
+        if job not in jobs:
             return  # withdrawn
+        del jobs[job]
         self.sim.touched.add(self)
         self.done(job, self.sim.now)
 
