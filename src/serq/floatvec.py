@@ -1,4 +1,5 @@
-"""Growable arrays of floats for the time averages' event times and gaps.
+"""Growable arrays of floats for the time averages' event times and gaps
+(and of floats and integers for the samples pending in an observation).
 
 Where mypyc compiles the core, ``vec[float]`` is librt's vector (mypyc's
 run-time library): its items are machine doubles that the compiled replay
@@ -35,7 +36,11 @@ COMPILED = compiled_core()
 
 if TYPE_CHECKING or COMPILED:
     from librt.vecs import append, vec
+    # (librt needs mypy_extensions: where the vectors are, so is ``i64``)
+    from mypy_extensions import i64
 else:
+    i64 = int  # (``vec[i64]`` is ``list`` too)
+
     class _ListOf(object):
         """``vec[float]`` is ``list`` (``vec[float]()``, ``vec[float](xs)``)."""
 
@@ -49,4 +54,4 @@ else:
         v.append(x)
         return v
 
-__all__ = ["vec", "append", "compiled_core", "COMPILED"]
+__all__ = ["vec", "append", "i64", "compiled_core", "COMPILED"]

@@ -6,10 +6,13 @@ aggregates.  They are kept in machine arrays (8 bytes a sample in each,
 where a list would hold a pointer to a 24-byte float or a 28-byte int: a
 kept sample cost some 116 bytes, against the reference's 16).  Appending
 to an array one value at a time is slow, though (each append parses its
-argument), so samples first go into short lists, moved into the arrays
-``FLUSH`` at a time; reading ``values``, ``times``, ``sessions``,
+argument), so samples first go into short pending vectors, moved into the
+arrays ``FLUSH`` at a time; reading ``values``, ``times``, ``sessions``,
 ``turns`` or ``all_values`` moves what is pending first, so a reader sees
-every sample in order.
+every sample in order.  Where the core is compiled the pending vectors are
+librt's (``vec[float]``, ``vec[i64]``: machine values, appended without a
+boxed float or int, and moved as their bytes); interpreted, they are lists,
+packed with ``struct`` when moved.
 
 ``RunningObservation`` is ``--no-samples``: the samples after warm-up go
 into running statistics (report/stats.py ``RunningSummary``) and are
@@ -17,8 +20,9 @@ dropped.
 """
 import struct
 from array import array
-from typing import TYPE_CHECKING, Any, Final, List
+from typing import TYPE_CHECKING, Any, Final
 
+from ..floatvec import COMPILED, append, i64, vec
 from ..report.stats import RunningSummary
 
 if TYPE_CHECKING:
@@ -51,23 +55,23 @@ class Observation(object):
         # pending, in the order taken (the generated session code of the
         # interpreted core appends to these itself, then calls ``flush``
         # at ``FLUSH``)
-        self.p_values: List[float] = []
-        self.p_times: List[float] = []
-        self.p_sessions: List[int] = []
-        self.p_turns: List[int] = []
-        self.p_all: List[float] = []
+        self.p_values: vec[float] = vec[float]()
+        self.p_times: vec[float] = vec[float]()
+        self.p_sessions: vec[i64] = vec[i64]()
+        self.p_turns: vec[i64] = vec[i64]()
+        self.p_all: vec[float] = vec[float]()
 
     def take(self, value: float, s: "Session", sim: "TimeAverages") -> None:
         """A sample of session ``s`` at ``sim.now`` (``Simulator.observe``;
         the generated session code calls this where the core is compiled)."""
         if self.keep_all:
-            self.p_all.append(value)
+            self.p_all = append(self.p_all, value)
         if sim.warm:
-            pending = self.p_values
-            pending.append(value)
-            self.p_times.append(sim.now)
-            self.p_sessions.append(s.serial)
-            self.p_turns.append(int(s.a[self.turn_slot]))
+            pending = append(self.p_values, value)
+            self.p_values = pending
+            self.p_times = append(self.p_times, sim.now)
+            self.p_sessions = append(self.p_sessions, s.serial)
+            self.p_turns = append(self.p_turns, int(s.a[self.turn_slot]))
             if len(pending) >= FLUSH:
                 self.flush()
         elif len(self.p_all) >= FLUSH:
@@ -75,6 +79,20 @@ class Observation(object):
 
     def flush(self) -> None:
         """Move the pending samples into the arrays."""
+        if COMPILED:
+            if len(self.p_all):
+                _move_bytes(self.p_all, self._all)
+                self.p_all = vec[float]()
+            if len(self.p_values):
+                _move_bytes(self.p_values, self._values)
+                _move_bytes(self.p_times, self._times)
+                _move_bytes(self.p_sessions, self._sessions)
+                _move_bytes(self.p_turns, self._turns)
+                self.p_values = vec[float]()
+                self.p_times = vec[float]()
+                self.p_sessions = vec[i64]()
+                self.p_turns = vec[i64]()
+            return
         _move(self.p_all, self._all, "d")
         _move(self.p_values, self._values, "d")
         _move(self.p_times, self._times, "d")
@@ -112,7 +130,13 @@ class Observation(object):
         return self._all
 
 
-def _move(pending: List[Any], into: Any, code: str) -> None:
+def _move_bytes(pending: Any, into: Any) -> None:
+    """Append the machine values of librt's vector ``pending`` to the array
+    ``into`` (of the same item type and size): its bytes, at once."""
+    into.frombytes(memoryview(pending).cast("B"))
+
+
+def _move(pending: Any, into: Any, code: str) -> None:
     """Append ``pending`` to the array ``into`` (of type ``code``) and empty
     it: packed as bytes at once, without the array's parse of each value."""
     n = len(pending)
