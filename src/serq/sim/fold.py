@@ -54,7 +54,7 @@ from heapq import heapify, heappop, heappush  # (module globals: no attribute re
 import time
 from typing import TYPE_CHECKING, Any, Dict, Final, List, Optional, Tuple
 
-from ..floatvec import append, vec
+from ..floatvec import COMPILED, append, vec
 from ..ir import nodes as ir
 from ..report.stats import TimeAverage
 from .events import OBJECTS, Event, pop_event
@@ -72,6 +72,10 @@ LAZY_QUERIES = ("Work", "BudgetLeft")
 
 #: Past this, float positions and token counts are no longer exact integers.
 WHOLE_LIMIT: Final = 1125899906842624.0  # 2**50
+
+#: Whether this module runs compiled: its growth heap then uses the typed
+#: ``_push_int`` and ``_pop_int`` (interpreted, the C heapq is faster).
+NATIVE: Final = COMPILED
 
 #: ``serq run --no-fold`` and tests turn folding off (the general path only).
 ENABLED = [True]
@@ -103,6 +107,51 @@ def _whole(x: float) -> bool:
     # compiled, a conversion each way, not a method call or ``fmod``; exact
     # inside the range, whose test keeps out inf and nan first)
     return -WHOLE_LIMIT < x < WHOLE_LIMIT and float(int(x)) == x
+
+
+def _push_int(heap: List[int], x: int) -> None:
+    """heapq's ``heappush`` on a heap of ints, written out: compiled, the
+    comparisons are native (the C heapq, called through the generic call,
+    compares boxed ints).  The growths' keys are distinct, so any heap of them pops in the
+    same order."""
+    heap.append(x)
+    pos = len(heap) - 1
+    while pos > 0:
+        parent = (pos - 1) >> 1
+        p = heap[parent]
+        if x < p:
+            heap[pos] = p
+            pos = parent
+        else:
+            break
+    heap[pos] = x
+
+
+def _pop_int(heap: List[int]) -> int:
+    """heapq's ``heappop`` on a heap of ints (see ``_push_int``)."""
+    last = heap.pop()
+    n = len(heap)
+    if n == 0:
+        return last
+    first = heap[0]
+    pos = 0
+    child = 1
+    while child < n:
+        c = heap[child]
+        right = child + 1
+        if right < n:
+            r = heap[right]
+            if r < c:
+                child = right
+                c = r
+        if c < last:
+            heap[pos] = c
+            pos = child
+            child = 2 * pos + 1
+        else:
+            break
+    heap[pos] = last
+    return first
 
 
 def _second_time(heap: List[Any]) -> float:
@@ -277,10 +326,16 @@ class Folding(object):
         nj = self.n
         hi = (self.starts + 1) * nj  # (launch <= starts)
         while grows and grows[0] < hi:
-            heappop(grows)
+            if NATIVE:
+                _pop_int(grows)
+            else:
+                heappop(grows)
         for idx, run, i, need in due:
             try_grow(run, i, need)
-            heappush(grows, int(run.alloc[i] - self.pos0[idx]) * nj + idx)
+            if NATIVE:
+                _push_int(grows, int(run.alloc[i] - self.pos0[idx]) * nj + idx)
+            else:
+                heappush(grows, int(run.alloc[i] - self.pos0[idx]) * nj + idx)
             if st.cost_totals:
                 self.mem[idx] = st.memory_of(self.jobs[idx].session)
         self.starts += 1
@@ -506,6 +561,7 @@ def fold(sim: "Simulator", st0: Any, horizon: float, max_events: Optional[int], 
             sim.read_gauges()
         if OBJECTS:
             pop_event(heap)
+            st.entry_free = True  # (off the heap: launch may push it again)
         else:
             heappop(heap)
         sim.now = t

@@ -121,6 +121,9 @@ class Step(Stage):
         self.fold_ok = False
         self.folded = 0  # iterations run folded (tests, bench)
         self.end_entry: Any = None
+        # whether ``end_entry`` has left the heap and may be pushed again as
+        # the next iteration's end (fold.py sets it where it pops one)
+        self.entry_free: bool = False
         # the running iteration is every resident's decode (``plan_decodes``,
         # or a folded one): its end may start a stretch
         self.decode_launch = False
@@ -619,7 +622,16 @@ class Step(Stage):
         sim.seq += 1
         entry: Any
         if OBJECTS:
-            entry = Event(sim.now + cost, sim.seq, self.on_iteration_end, self)
+            if self.entry_free:
+                # the entry the fold loop took off the heap, as the new one
+                # (its function and argument are the same): no allocation
+                ev: Event = self.end_entry
+                ev.t = sim.now + cost
+                ev.seq = sim.seq
+                self.entry_free = False
+                entry = ev
+            else:
+                entry = Event(sim.now + cost, sim.seq, self.on_iteration_end, self)
             push_event(sim.heap, entry)
         else:
             # (typed Any: a tuple of known item types would be boxed anew
