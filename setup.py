@@ -31,6 +31,7 @@ CORE = [
     "serq/sim/dist.py",
     "serq/sim/xdist.py",
     "serq/sim/recorded.py",
+    "serq/sim/fifoq.py",
     "serq/sim/events.py",
     "serq/sim/stages.py",
     "serq/sim/step.py",

@@ -7,7 +7,6 @@ a key with anything a tree does not say gets none."""
 import math
 import random
 import struct
-from collections import deque
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,6 +17,7 @@ from serq.errors import RunError
 from serq.ir import nodes as ir
 from serq.sim import codegen, etree
 from serq.sim.engine import NoSession, Simulator
+from serq.sim.fifoq import new_fifo
 from serq.sim.session import CHOOSE, _choose_one
 from serq.sim.step_plan import StepContext
 
@@ -83,7 +83,9 @@ def _shuffle_state(g, sim):
         p.queue = [None] * g.randrange(3)
     for st in sim.stages:
         st.serving = g.randrange(3)
-        st.waiting = deque([None] * g.randrange(3))
+        st.waiting = new_fifo()
+        for _ in range(g.randrange(3)):
+            st.waiting.append(None)
 
 
 class _Session(object):

@@ -467,9 +467,7 @@ class Simulator(Settle):
         s.alive = False
         if self.session_turns is not None:
             self.session_turns[s.serial] = s.turns
-        roots = self.roots  # (``in`` and ``del``: compiled, a dict's pop is a method call)
-        if s.serial in roots:
-            del roots[s.serial]
+        self.roots.pop(s.serial, None)
         self.live -= 1
         if self.warm:
             self.ended += 1

@@ -3,10 +3,11 @@ admission at every settle, growth and preemption, leases, the end of a
 session's holds, and the pool queries.
 """
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Deque, Dict, Final, List, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Final, List, Set, Tuple
 
 from ..errors import RunError
 from .exprs import fmt
+from .fifoq import FifoQueue
 from .holds import HoldRun, Lease, PoolSpec, Preempted, infinite_units, try_grow
 from .pools import EPS, Pool, Waiting, round_up, total_key
 from .recorded import Recorded
@@ -65,7 +66,7 @@ class PoolSim(TimeAverages):
     interp: "Interpreter"
     compiler: Any
     pool_watch: Set[Any]
-    ready: Deque[Any]  # (the sessions ready to run: settle.py)
+    ready: FifoQueue  # (the sessions ready to run: settle.py)
 
     def make_ready(self, s: "Session") -> None:
         raise NotImplementedError  # (settle.py's)

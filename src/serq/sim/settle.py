@@ -10,7 +10,6 @@ checks of a settled run: the hold-and-wait cycles at its end, and (tests)
 the stages and pools that changed without saying so.
 """
 import heapq
-from collections import deque
 from typing import Any, Final, List, Set, cast
 
 from ..errors import RunError
@@ -20,6 +19,7 @@ from .events import OBJECTS, Event, pop_event
 from .exprs import fmt
 from .holds import Rejected
 from .poolsim import PoolSim, walk_in_order
+from .fifoq import new_fifo
 from .recorded import TOUCHED_LIST, record_set
 from .session import AGAIN, EndSession, Session
 from .step import Step
@@ -53,7 +53,7 @@ class Settle(PoolSim):
 
     def init_settle(self) -> None:
         self.live: int = 0  # sessions and legs alive (the engine counts them)
-        self.ready = deque()  # (declared on PoolSim)
+        self.ready = new_fifo()  # (declared on PoolSim)
         self.changed: List[Any] = []  # the stages whose job set changed (reschedule_changed)
 
     # ---------------------------------------------------------- ready queue
@@ -293,7 +293,6 @@ class Settle(PoolSim):
         steps as ``run``'s loop, less what cannot apply."""
         heap = self.heap
         heappop = heapq.heappop
-        popleft = self.ready.popleft
         ready = self.ready
         make_ready = self.make_ready
         finish = self.finish
@@ -325,7 +324,7 @@ class Settle(PoolSim):
                     self.settle()
                     break
                 while ready:  # settle (see there)
-                    s = popleft()
+                    s = ready.popleft()
                     if not s.alive:
                         continue
                     k = -1  # (stays when the session ends)

@@ -12,12 +12,12 @@ start order, one per event); ``delay`` finishes every job ``work`` after it
 starts.
 """
 from heapq import heapify, heappop, heappush  # (module globals: no attribute read per call)
-from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Deque, Dict, Final, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Final, List, Optional, Set, Tuple
 
 from ..floatvec import vec
 from ..report.stats import TimeAverage, Welford, replay_pair
 from .events import OBJECTS, Event, push_event
+from .fifoq import FifoQueue, new_fifo
 from .recorded import Recorded
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ class Fifo(Stage):
         Stage.__init__(self, sim, index, name, member)
         self.servers = servers
         self.serving = 0
-        self.waiting: Deque[Job] = deque()
+        self.waiting: FifoQueue = new_fifo()
         # the jobs in service, in the order they started (a job hashes by
         # identity: no id() to box per lookup)
         self.in_service: Dict[Job, Job] = {}
