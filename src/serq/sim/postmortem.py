@@ -64,14 +64,20 @@ def _member(x) -> str:
     return x.name if getattr(x, "member", None) is None else "%s[%d]" % (x.name, x.member)
 
 
+def _first(queue):
+    """The item at the head of ``queue`` (a list, a deque or a compiled
+    FifoQueue, which has no indexing), or None."""
+    return next(iter(queue), None) if queue else None
+
+
 def _stage_head(st) -> str:
     n = st.present()
     head = None
-    waiting = getattr(st, "waiting", None)
-    if waiting:
-        head = waiting[0].session  # (a Job: sim/stages.py)
-    elif getattr(st, "residents", None):
-        head = st.residents[0].session
+    job = _first(getattr(st, "waiting", None))  # (a Job: sim/stages.py)
+    if job is None:
+        job = _first(getattr(st, "residents", None))
+    if job is not None:
+        head = job.session
     text = "stage `%s`: %d present" % (_member(st), n)
     if head is not None:
         text += ", head session %d" % head.root().serial
@@ -81,10 +87,19 @@ def _stage_head(st) -> str:
 def _pool_head(p) -> str:
     text = "pool `%s`: used %s, cached %s of cap %s, %d holder(s), %d waiting" % (
         _member(p), fmt(p.used), fmt(p.cached), fmt(p.cap), len(p.holders), len(p.queue))
-    if p.queue:
-        run = p.queue[0].run
-        text += ", head session %d" % run.session.root().serial
+    wait = _first(p.queue)
+    if wait is not None:
+        text += ", head session %d" % wait.run.session.root().serial
     return text
+
+
+def _guarded(line, x, what: str) -> str:
+    """``line(x)``, or the stage's or pool's name alone if its state cannot
+    be read: one unreadable queue does not drop the rest of the dump."""
+    try:
+        return line(x)
+    except Exception:
+        return "%s `%s`" % (what, _member(x))
 
 
 def explain(sim, exc) -> List[str]:
@@ -113,8 +128,9 @@ def _explain(sim, exc) -> List[str]:
         where += ", in stage `%s`" % _member(stage)
     notes.append("the run stopped " + where)
     notes.append("%d live session(s), %d arrived" % (sim.live, sim.arrived))
-    busy = [_stage_head(st) for st in sim.stages if st.present()]
-    busy += [_pool_head(p) for p in sim.pools if p.used or p.cached or p.queue or p.holders]
+    busy = [_guarded(_stage_head, st, "stage") for st in sim.stages if st.present()]
+    busy += [_guarded(_pool_head, p, "pool") for p in sim.pools
+             if p.used or p.cached or p.queue or p.holders]
     for line in busy[:MAX_LISTED]:
         notes.append(line)
     if len(busy) > MAX_LISTED:
