@@ -46,25 +46,36 @@ class Touched(object):
     the records.  Interpreted, ``new_touched`` makes a set instead."""
 
     def __init__(self) -> None:
+        # the first ``n`` are this event's; the list is kept from event to
+        # event (stages and pools live as long as the run), so an event's
+        # adds allocate nothing and its end frees nothing
         self.items: List[Recorded] = []
+        self.n: int = 0
 
     def add(self, r: Recorded) -> None:
         if not r.in_touched:
             r.in_touched = True
-            self.items.append(r)
+            items = self.items
+            n = self.n
+            if n < len(items):
+                items[n] = r
+            else:
+                items.append(r)
+            self.n = n + 1
 
     def __bool__(self) -> bool:
-        return len(self.items) > 0
+        return self.n > 0
 
     def record_all(self, now: float) -> None:
         """Each one touched records at ``now`` (no record touches another),
         and none is touched any more."""
         items = self.items
         r: Recorded
-        for r in items:
+        for k in range(self.n):
+            r = items[k]
             r.in_touched = False
             r.record(now)
-        items.clear()
+        self.n = 0
 
 
 #: Whether ``sim.touched`` is a ``Touched`` (compiled core) or a set of

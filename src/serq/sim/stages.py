@@ -31,13 +31,14 @@ class Job(object):
     """A job on a stage: its session (None for a spilled prefix's write),
     its work, and when it arrived and started service."""
 
-    __slots__ = ("session", "work", "arrived", "started")
+    __slots__ = ("session", "work", "arrived", "started", "live")
 
     def __init__(self, session: "Optional[Session]", work: float, now: float) -> None:
         self.session = session
         self.work: float = work
         self.arrived: float = now
         self.started: float = now
+        self.live: bool = False  # in service at a fifo stage (Fifo.in_service)
 
 
 #: A ``ps`` job's entry: (finish tag, start sequence, job).
@@ -179,9 +180,10 @@ class Fifo(Stage):
         self.servers = servers
         self.serving = 0
         self.waiting: FifoQueue = new_fifo()
-        # the jobs in service, in the order they started (a job hashes by
-        # identity: no id() to box per lookup)
-        self.in_service: Dict[Job, Job] = {}
+        # the jobs that started service, in that order: those still in
+        # service have ``live`` set, the others are dropped now and then
+        # (``_prune``), so a finish is a flag, not a lookup
+        self.in_service: List[Job] = []
         # ``self.finish`` made once (not a bound method per job)
         self.on_finish: Callable[[Job], None] = self.finish
 
@@ -208,9 +210,11 @@ class Fifo(Stage):
         self.sim.touched.add(self)
         if job in self.waiting:
             self.waiting.remove(job)
-        elif job in self.in_service:
-            del self.in_service[job]
+        elif job.live:
+            job.live = False
             self.serving -= 1
+            if len(self.in_service) > 2 * self.serving + 16:
+                self._prune()
             if self.waiting:
                 self._start(self.waiting.popleft(), self.sim.now)
 
@@ -218,7 +222,8 @@ class Fifo(Stage):
         self.serving += 1
         job.started = now
         t = now + job.work
-        self.in_service[job] = job
+        job.live = True
+        self.in_service.append(job)
         sim = self.sim
         sim.seq += 1  # sim.schedule(t, self.finish, job), inlined
         if OBJECTS:
@@ -229,11 +234,12 @@ class Fifo(Stage):
     def finish(self, job: Job) -> None:
         sim = self.sim
         now = sim.now
-        in_service = self.in_service
-        if job not in in_service:
+        if not job.live:
             return  # withdrawn
-        del in_service[job]
+        job.live = False
         self.serving -= 1
+        if len(self.in_service) > 2 * self.serving + 16:
+            self._prune()
         sim.touched.add(self)
         if self.waiting:
             self._start(self.waiting.popleft(), now)
@@ -243,6 +249,10 @@ class Fifo(Stage):
         if s is not None:
             s.cancel = None
             sim.make_ready(s)
+
+    def _prune(self) -> None:
+        """``in_service`` without the jobs that left it (in order)."""
+        self.in_service = [j for j in self.in_service if j.live]
 
     def record(self, now: float) -> None:
         # Stage.record with present() inlined
@@ -254,8 +264,9 @@ class Fifo(Stage):
         # What is left of a job in service is its work less the time served
         # (not its finish time less now: the two differ in the last bits).
         total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
-        for job in self.in_service.values():
-            total += job.work - (now - job.started)
+        for job in self.in_service:
+            if job.live:
+                total += job.work - (now - job.started)
         for job in self.waiting:
             total += job.work
         return total
