@@ -3,6 +3,7 @@ showed it, and the run-time error's state dump."""
 import json
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from serq.errors import LinkError, RunError, SyntaxError_
 from serq.ir.json import dumps, loads
 from serq.report.build import build_report
 from serq.runner import simulate
+from serq.sim.postmortem import explain
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -195,3 +197,41 @@ def test_call_of_a_queue_declared_inside_a_def_body_is_a_located_error():
     pyserq = pytest.importorskip("pyserq")
     with pytest.raises(ValueError):
         pyserq.compile(source=src)
+
+
+class _Unreadable:
+    """A stage whose queue cannot be read (the dump once indexed a queue
+    that has no indexing, failed, and returned nothing at all)."""
+    name = "q"
+    member = None
+    kind = "fifo"
+
+    def present(self):
+        return 2
+
+    @property
+    def waiting(self):
+        raise TypeError("no queue here")
+
+
+def _stand_in_sim(stages):
+    prog = compile_program(source="stage q : fifo;\nworkload { arrive batch(1); }\n"
+                           "session { run q (1); }\nrun { horizon 1; }\n")
+    return types.SimpleNamespace(prog=prog, now=1.5, events=7, live=2, arrived=3,
+                                 stages=stages, pools=[])
+
+
+def test_an_unreadable_queue_is_named_and_the_rest_of_the_dump_kept():
+    notes = explain(_stand_in_sim([_Unreadable()]), RunError("x"))
+    assert notes[0] == "the run stopped at t = 1.5 (event 7)"
+    assert notes[1] == "2 live session(s), 3 arrived"
+    assert notes[2] == "stage `q` (its state could not be read: TypeError: no queue here)"
+
+
+def test_a_dump_that_fails_keeps_its_first_lines_and_says_why():
+    class Broken:
+        def __iter__(self):
+            raise RuntimeError("stages gone")
+    notes = explain(_stand_in_sim(Broken()), RunError("x"))
+    assert notes[:2] == ["the run stopped at t = 1.5 (event 7)", "2 live session(s), 3 arrived"]
+    assert notes[2] == "(the rest of the run's state could not be read: RuntimeError: stages gone)"

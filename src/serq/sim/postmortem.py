@@ -94,29 +94,35 @@ def _pool_head(p) -> str:
 
 
 def _guarded(line, x, what: str) -> str:
-    """``line(x)``, or the stage's or pool's name alone if its state cannot
-    be read: one unreadable queue does not drop the rest of the dump."""
+    """``line(x)``, or the stage's or pool's name and what failed if its
+    state cannot be read: one unreadable queue does not drop the rest of
+    the dump."""
     try:
         return line(x)
-    except Exception:
-        return "%s `%s`" % (what, _member(x))
+    except Exception as e:
+        return "%s `%s` (its state could not be read: %s: %s)" % (
+            what, _member(x), type(e).__name__, e)
 
 
 def explain(sim, exc) -> List[str]:
-    """Note lines for ``exc`` raised by ``sim``'s run (empty if the state
-    cannot be read: the error itself must still be printed)."""
+    """Note lines for ``exc`` raised by ``sim``'s run.  The dump is a help:
+    it never hides the error, and where the state cannot be read the lines
+    made so far are kept and a last line says what failed (a silent empty
+    dump once hid a broken queue read from the tests)."""
+    notes: List[str] = []
     try:
-        return _explain(sim, exc)
-    except Exception:  # the dump is a help; it never hides the error
-        return []
+        _explain(sim, exc, notes)
+    except Exception as e:
+        notes.append("(the rest of the run's state could not be read: %s: %s)"
+                     % (type(e).__name__, e))
+    return notes
 
 
-def _explain(sim, exc) -> List[str]:
+def _explain(sim, exc, notes: List[str]) -> None:
     session, loc, stage = _located(exc.__traceback__)
     if stage is None:
         stage = getattr(exc, "stage", None)
     prog = sim.prog
-    notes = []
     where = "at t = %s (event %d)" % (fmt(sim.now), sim.events)
     if session is not None:
         root = session.root()
@@ -135,7 +141,6 @@ def _explain(sim, exc) -> List[str]:
         notes.append(line)
     if len(busy) > MAX_LISTED:
         notes.append("… and %d more busy pool(s) and stage(s)" % (len(busy) - MAX_LISTED))
-    return notes
 
 
 def attach(sim, exc) -> None:
