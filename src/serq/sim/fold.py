@@ -273,7 +273,11 @@ class Folding(object):
 
     def grow_now(self) -> Optional[List[Tuple[int, HoldRun, int, float]]]:
         """The growths of the iteration starting now, in serving order, or
-        None if one of them would not fit (the general path decides)."""
+        None if one of them would not fit (the general path decides).  The
+        entries due are taken off ``grows`` as they are read: a heap of
+        ``launch * n + resident`` pops the ones of launch ``k`` in resident
+        order, so no sort is needed; on None the stretch ends (``start``
+        fails, ``_end``) and its heap is dropped with it."""
         grows = self.grows
         k = self.starts
         n = self.n
@@ -286,10 +290,15 @@ class Folding(object):
         due: List[Tuple[int, HoldRun, int, float]] = []
         used = pool.used
         reserved = pool.reserved
-        # (in resident order: the entries due are k * n + idx, one per resident)
-        order = [x - lo for x in grows if lo <= x < hi]
-        order.sort()
-        for idx in order:
+        while grows and grows[0] < hi:
+            x: int
+            if NATIVE:
+                x = _pop_int(grows)
+            else:
+                x = heappop(grows)
+            if x < lo:
+                continue  # (none: start took every earlier launch's entries)
+            idx = x - lo
             g = self.jobs[idx].grow
             assert g is not None  # (only growing residents are in grows)
             run, i = g
@@ -321,15 +330,8 @@ class Folding(object):
         if due is None:
             return False
         st = self.st
-        sim = self.sim
-        grows = self.grows
+        grows = self.grows  # (grow_now took the entries due off it)
         nj = self.n
-        hi = (self.starts + 1) * nj  # (launch <= starts)
-        while grows and grows[0] < hi:
-            if NATIVE:
-                _pop_int(grows)
-            else:
-                heappop(grows)
         for idx, run, i, need in due:
             try_grow(run, i, need)
             if NATIVE:
