@@ -113,3 +113,20 @@ def test_the_check_sees_an_unrecorded_change(monkeypatch):
     sim.pools[0].used += 1.0  # a change no one added to `touched`
     with pytest.raises(AssertionError, match="changed untouched"):
         sim.check_untouched()
+
+
+def test_the_check_sees_a_shared_stage_utilisation_left_unrecorded(monkeypatch):
+    # a shared stage records only when its flows touch it (stages.py
+    # ``Flows``): the check compares its utilisation with the one recorded
+    path = ROOT / "tests" / "programs" / "valid" / "stmt_run_multistage_maxmin.sq"
+    from corpus import header_kwargs, in_dir
+    monkeypatch.setattr(engine.Simulator, "check_touched", True)
+    with in_dir(path.parent):
+        sim = engine.Simulator(compile_program(path.name, **header_kwargs(path.read_text())))
+        sim.run()
+    shared = [st for st in sim.stages if st.kind == "shared"]
+    assert shared
+    sim.check_untouched()  # (as the run left it: recorded)
+    shared[0].last_util += 0.25  # a utilisation no record set
+    with pytest.raises(AssertionError, match="utilisation"):
+        sim.check_untouched()

@@ -257,9 +257,12 @@ class Settle(PoolSim):
                 raise AssertionError("step stage %s has work and no iteration and is not in "
                                      "may_plan at %r" % (st.name, self.now))
         for st in self.stages:
-            if st.kind != "shared" and st.present() != st.last_n:
+            if st.present() != st.last_n:
                 raise AssertionError("stage %s changed untouched at %r: %r present, recorded %r"
                                      % (st.name, self.now, st.present(), st.last_n))
+            if st.kind == "shared" and not st.load() == st.last_util and st.load() == st.load():
+                raise AssertionError("stage %s changed untouched at %r: utilisation %r, "
+                                     "recorded %r" % (st.name, self.now, st.load(), st.last_util))
 
     def reschedule_changed(self):
         """Stages in declaration order: a step stage with work and no

@@ -479,26 +479,45 @@ class SharedStage(Stage):
     def present(self) -> int:
         return len(self.flows)
 
+    #: the utilisation its time average was last set to (``last_n`` is
+    #: the number of flows)
+    last_util = 0.0
+
+    def load(self) -> float:
+        """Its utilisation now: the sum of its flows' rates over its cap."""
+        load = 0.0
+        for f in self.flows.values():
+            load += f.rate
+        return load / self.cap
+
     def record(self, now: float) -> None:
+        # Its values change only where a flow starts or ends (its number)
+        # or the rates are worked out again (its utilisation): each of those
+        # touches it (``Flows``).  While they stay put the pieces wait in
+        # ``sim.ticks`` (``Stage.catch_up``), as a fifo stage's do.
         n = len(self.flows)
+        util = self.load()
+        if n != self.last_n or not util == self.last_util:  # (nan: always set)
+            self.set_values(n, util, now)
+
+    def set_values(self, n: int, util: float, now: float) -> None:
+        """``Stage.set_number`` with the utilisation given."""
+        self.last_n = n
+        self.last_util = util
+        ticks = self.clock.ticks
+        k = len(ticks) - 1
+        if self.synced < k - 1:
+            self.catch_up(ticks, k)
+        self.synced = k
         st = self.stats
-        if n == 0 and st.number.value == 0.0 and st.util.value == 0.0 and self.cap > 0:
-            return  # idle and was idle: both pieces would add +0 (see Pool.record)
-        # TimeAverage.set twice, inlined (the same float operations)
         a = st.number
         a.area += a.value * (now - a.last)
         a.last = now
         a.value = float(n)
-        load = 0.0
-        for f in self.flows.values():
-            load += f.rate
         a = st.util
         a.area += a.value * (now - a.last)
         a.last = now
-        a.value = load / self.cap
-
-    def catch_up(self, ticks: vec[float], end: int) -> None:
-        pass  # (recorded at every event: the load changes with the flows)
+        a.value = util
 
     def work_left(self, now: float) -> float:
         total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
@@ -543,9 +562,11 @@ class Flows(object):
         f = Flow(self.next_id, session, stages, work, now)
         self.next_id += 1
         self.flows[f.id] = f
+        touched = self.sim.touched
         for st in stages:
             st.flows[f.id] = f
             self.touched.add(st)
+            touched.add(st)
         self.sim.flows_dirty = True
         if session is not None:  # (a spilled piece's write has none)
             session.cancel = lambda: self.withdraw(f)
@@ -553,9 +574,11 @@ class Flows(object):
     def withdraw(self, f: Flow) -> None:
         if self.flows.pop(f.id, None) is None:
             return
+        touched = self.sim.touched
         for st in f.stages:
             del st.flows[f.id]
             self.touched.add(st)
+            touched.add(st)
         self.sim.flows_dirty = True
 
     def component(self) -> Tuple[List[SharedStage], List[Flow]]:
@@ -577,6 +600,9 @@ class Flows(object):
         now = self.sim.now
         stages, flows = self.component()
         self.touched = set()
+        touched = self.sim.touched  # (their rates may change: each records)
+        for st in stages:
+            touched.add(st)
         for f in self.flows.values():
             if now > f.since:
                 f.remaining -= f.rate * (now - f.since)
@@ -625,9 +651,11 @@ class Flows(object):
             return
         now = self.sim.now
         f = self.flows.pop(fid)
+        touched = self.sim.touched
         for st in f.stages:
             del st.flows[fid]
             self.touched.add(st)
+            touched.add(st)
         self.sim.flows_dirty = True
         f.job.started = f.start
         for st in f.stages:

@@ -85,9 +85,10 @@ class TimeAverages(Clock):
         r: Recorded
         for r in self.catchers:
             r.clock = self
-        # A shared stage's utilisation follows its flows' rates: it records
-        # at every event.  The others record when touched (see settle).
-        self.recorders = [st for st in self.stages if st.kind == "shared"]
+        # Every stage and pool records when touched (see settle), a shared
+        # stage too (its flows touch it: stages.py ``Flows``); on PyPy every
+        # one records at every event.
+        self.recorders = []
         if RECORD_ALL:
             self.recorders = list(self.catchers)
 
