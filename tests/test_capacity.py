@@ -408,3 +408,34 @@ def test_ctrl_c_prints_the_partial_bracket_and_exits_130(programs):
     d = json.loads(out)
     assert d["partial"] is True and d["status"] == "interrupted"
     assert "interrupted: the bracket reached so far is printed" in err
+
+
+def test_a_family_s_itl_histograms_merge_as_one_histogram_of_every_gap():
+    """``p99(gpu.itl)`` of a family reads its members' inter-token
+    histograms merged: the same count, buckets, extremes and quantiles as
+    one histogram that was given every member's gaps (the merge copies the
+    first member's buckets, so the member's own are left as they were)."""
+    from types import SimpleNamespace
+
+    from serq.capacity.spec import _itl
+    from serq.report.stats import ItlHistogram
+
+    gaps = [[0.010, 0.011, 0.0101, 0.030], [0.0102, 0.05, 0.0, 0.011]]
+    whole = ItlHistogram()
+    members = []
+    for m, part in enumerate(gaps):
+        h = ItlHistogram()
+        for x in part:
+            h.add(x)
+            whole.add(x)
+        members.append(SimpleNamespace(name="gpu", kind="step", member=m, itl=h))
+    first_before = {k: (b.count, b.lo, b.hi) for k, b in members[0].itl.buckets.items()}
+    sim = SimpleNamespace(stages=members)
+    merged = _itl(sim, "gpu", None)
+    assert merged.n == whole.n == 8
+    got = {k: (b.count, b.lo, b.hi) for k, b in merged.buckets.items()}
+    assert got == {k: (b.count, b.lo, b.hi) for k, b in whole.buckets.items()}
+    for q in (0.1, 0.5, 0.9, 0.99):
+        assert merged.quantile(q) == whole.quantile(q)
+    assert {k: (b.count, b.lo, b.hi) for k, b in members[0].itl.buckets.items()} == first_before
+    assert _itl(sim, "gpu", 1) is members[1].itl

@@ -100,7 +100,7 @@ class Spec(object):
 def _itl(sim, name: str, member: Optional[int]):
     """The inter-token histogram of a step stage (every member's together
     for a family named without an index)."""
-    from ..report.stats import ItlHistogram
+    from ..report.stats import ItlBucket, ItlHistogram
     parts = [st.itl for st in sim.stages
              if st.name == name and st.kind == "step" and
              (member is None or st.member == member) and st.itl is not None]
@@ -110,14 +110,12 @@ def _itl(sim, name: str, member: Optional[int]):
     for h in parts:
         out.n += h.n
         out.total += h.total
-        for k, (count, lo, hi) in h.buckets.items():
+        for k, b in h.buckets.items():
             c = out.buckets.get(k)
             if c is None:
-                out.buckets[k] = [count, lo, hi]
+                out.buckets[k] = ItlBucket(b.count, b.lo, b.hi)
             else:
-                c[0] += count
-                c[1] = min(c[1], lo)
-                c[2] = max(c[2], hi)
+                c.merge(b)
     return out
 
 

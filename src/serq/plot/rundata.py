@@ -128,7 +128,8 @@ def itl_buckets(hist) -> Tuple[int, Optional[float], List[List[float]]]:
     from ..report.stats import ItlHistogram
     out = []
     for k in sorted(hist.buckets):
-        count, lo, hi = hist.buckets[k]
+        b = hist.buckets[k]
+        count, lo, hi = b.count, b.lo, b.hi
         if k == ItlHistogram.bucket(0.0):
             v = lo
         else:

@@ -398,6 +398,25 @@ _LOG_STEP: Final = math.log1p(0.01)
 _ZERO_BUCKET: Final = -(1 << 63)
 
 
+class ItlBucket(object):
+    """One bucket of an :class:`ItlHistogram`: how many gaps fell in it, and
+    the smallest and largest of them (typed fields: compiled, counting a gap
+    reads and writes machine numbers, not the items of a list)."""
+
+    __slots__ = ("count", "lo", "hi")
+
+    def __init__(self, count: int, lo: float, hi: float) -> None:
+        self.count = count
+        self.lo = lo
+        self.hi = hi
+
+    def merge(self, other: "ItlBucket") -> None:
+        """``other``'s gaps counted in this bucket too."""
+        self.count += other.count
+        self.lo = min(self.lo, other.lo)
+        self.hi = max(self.hi, other.hi)
+
+
 class ItlHistogram(object):
     """Inter-token gaps: exact mean, quantiles within 0.5 % (1 % log buckets)."""
 
@@ -406,12 +425,12 @@ class ItlHistogram(object):
     def __init__(self) -> None:
         self.n = 0
         self.total = 0.0
-        # bucket -> [count, min, max]
-        self.buckets: Dict[int, List[Any]] = {}
+        # bucket -> its count, smallest and largest gap
+        self.buckets: Dict[int, ItlBucket] = {}
         # the bucket of the last gap added, and its entry: consecutive gaps
         # mostly fall in one bucket (1 % wide), found then without a lookup
         self.last_key: int = _ZERO_BUCKET
-        self.last: Optional[List[Any]] = None
+        self.last: Optional[ItlBucket] = None
 
     @staticmethod
     def bucket(x: float) -> int:
@@ -432,10 +451,17 @@ class ItlHistogram(object):
         key = self.bucket(x)
         c = self.last
         if c is None or key != self.last_key:
-            c = _entry(self.buckets, key, x)
+            c = self.buckets.get(key)
+            if c is None:
+                c = ItlBucket(0, x, x)
+                self.buckets[key] = c
             self.last_key = key
             self.last = c
-        _bump(c, x, k)
+        c.count += k
+        if x < c.lo:
+            c.lo = x
+        if x > c.hi:
+            c.hi = x
 
     def mean(self) -> Optional[float]:
         if self.n == 0:
@@ -449,15 +475,15 @@ class ItlHistogram(object):
         seen = 0
         for k in sorted(self.buckets):
             c = self.buckets[k]
-            seen += c[0]
+            seen += c.count
             if seen >= rank:
                 if k == _ZERO_BUCKET:
-                    return c[1]
+                    return c.lo
                 v = math.exp((k + 0.5) * _LOG_STEP)
-                if v < c[1]:
-                    v = c[1]
-                if v > c[2]:
-                    v = c[2]
+                if v < c.lo:
+                    v = c.lo
+                if v > c.hi:
+                    v = c.hi
                 return v
         return None  # not reached
 
