@@ -144,6 +144,14 @@ class Pool(Recorded):
     blocked: bool
     sim: Any
     touched: Touched
+    # the six values the time averages were last set from (``record``):
+    # declared, as ``__init__`` is not annotated and would leave them boxed
+    sig_used: float
+    sig_cached: float
+    sig_queued: int
+    sig_holders: int
+    sig_reserved: float
+    sig_blocked: bool
     evict_keys: Any
     spill: Any
     averages: List[TimeAverage]
