@@ -490,7 +490,7 @@ def _end(sim: "Simulator", k: int) -> None:
         f.write_back()
 
 
-def sync(sim: "Simulator", st: Any) -> None:
+def sync(sim: "Simulator", st: Recorded) -> None:
     """Stage ``st``'s stretch, if one is in progress, written back and
     ended: before code outside the stretch reads or changes its residents
     (a query of its work or budget, a resident joining or leaving it)."""

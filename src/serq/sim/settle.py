@@ -20,7 +20,7 @@ from .exprs import fmt
 from .holds import Rejected
 from .poolsim import PoolSim, walk_in_order
 from .fifoq import new_fifo
-from .recorded import TOUCHED_LIST, record_set
+from .recorded import TOUCHED_LIST, Recorded, record_set
 from .session import AGAIN, EndSession, Session
 from .step import Step
 
@@ -102,8 +102,8 @@ class Settle(PoolSim):
     def fold(self, st, horizon, max_events, checks):
         folding.fold(self, st, horizon, max_events, checks)
 
-    def sync_fold(self, st):
-        folding.sync(self, st)
+    def sync_fold(self, st: Recorded) -> None:
+        folding.sync(cast(Any, self), st)  # (self is the Simulator)
 
     def sync_fold_pool(self, p):
         folding.sync_pool(self, p)

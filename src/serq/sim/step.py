@@ -218,15 +218,24 @@ class Step(Stage):
 
     def read_budget(self, ctx: StepContext) -> float:
         t = self.budget_tree
-        return t.ev(ctx) if t is not None else self.budget(ctx)
+        if t is not None:
+            return t.ev(ctx)  # (a statement, not ``a if c else b``: that boxes the float)
+        v: float = self.budget(ctx)
+        return v
 
     def read_chunk(self, ctx: StepContext) -> float:
         t = self.chunk_tree
-        return t.ev(ctx) if t is not None else self.chunk(ctx)
+        if t is not None:
+            return t.ev(ctx)
+        v: float = self.chunk(ctx)
+        return v
 
     def read_cost(self, ctx: StepContext) -> float:
         t = self.cost_tree
-        return t.ev(ctx) if t is not None else self.cost(ctx)
+        if t is not None:
+            return t.ev(ctx)
+        v: float = self.cost(ctx)
+        return v
 
     def attempt(self) -> None:
         """Plan an iteration (the default procedure, or the stage's
