@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Final, List, Optional, cast
 from ..ir import nodes as ir
 from .arith import fceil, fdiv, fexp, ffloor, fln, fmax, fmin, fpow, fsqrt
 from .codegen import NATIVE_CORE, _pure
-from .pools import Pool, total_key, total_less
+from .pools import Pool, keys_less, total_less
 from .stages import Stage
 from .step_plan import StepContext
 
@@ -480,13 +480,13 @@ def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot
     x.a = a
     x.session = s
     if len(trees) > 1:
-        best: List[Any] = []
+        best: List[float] = []
         best_j = 0.0
         j: int
         for j in range(n):
             a[slot] = float(j)
-            key = [total_key(t.ev(x)) for t in trees]
-            if j == 0 or key < best:
+            key = [t.ev(x) for t in trees]
+            if j == 0 or keys_less(key, best):
                 best = key
                 best_j = float(j)
         return best_j

@@ -490,8 +490,24 @@ def total_less(v: float, best: float) -> bool:
     return best != best or (v == 0.0 and math.copysign(1.0, v) < math.copysign(1.0, best))
 
 
-def total_key(v):
+def keys_less(a: List[float], b: List[float]) -> bool:
+    """``[total_key(x) for x in a] < [total_key(y) for y in b]`` (keys of
+    one length), read off the floats: the first key where either comes
+    before the other in ``total_less``'s order decides (two keys are equal
+    in that order where neither comes first, NaN with NaN)."""
+    for i in range(len(a)):
+        x = a[i]
+        y = b[i]
+        if total_less(x, y):
+            return True
+        if total_less(y, x):
+            return False
+    return False
+
+
+def total_key(v: float) -> Tuple[int, float, int]:
     """Rust's ``total_cmp`` order: NaN after +inf, -0 before +0."""
     if v != v:
         return (2, 0.0, 0)
-    return (1, v, 0 if math.copysign(1.0, v) < 0 else 1)
+    # (the sign read only off a zero: below and above it, the comparison)
+    return (1, v, 0 if v < 0.0 or (v == 0.0 and math.copysign(1.0, v) < 0.0) else 1)

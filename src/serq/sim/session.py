@@ -26,7 +26,7 @@ from . import rng as streams
 from .codegen import BlockWriter
 from .exprs import fmt
 from .holds import HoldOps, HoldRun
-from .pools import total_key, total_less
+from .pools import keys_less, total_less
 from .step_plan import INF, StepContext
 
 WAIT: Final = 0
@@ -209,8 +209,8 @@ class Interpreter(HoldOps):
         best_j = 0.0
         for j in range(int(n)):
             a[slot] = float(j)
-            key = [total_key(f(s)) for f in keys]
-            if best is None or key < best:
+            key = [float(f(s)) for f in keys]
+            if best is None or keys_less(key, best):
                 best = key
                 best_j = float(j)
         a[slot] = best_j
