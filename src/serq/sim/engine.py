@@ -425,6 +425,10 @@ class Simulator(Settle):
         ready sessions ran (a closed workload's new session, ready from the
         end, joins its queue first), as in 0.1.3; a release within a
         session, by contrast, is served before that session goes on."""
+        # (its last step job points back at it: dropped, the two are freed
+        # by reference counts, not left as a cycle for the collector; a
+        # preemption reads it only of a holder, which an ended session is not)
+        s.step_job = None
         if s.leg_of is None:
             s.ending = True
         if s.holds:

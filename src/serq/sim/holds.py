@@ -46,7 +46,7 @@ class Rejected(Exception):
 class HoldRun(object):
     """One execution of a hold statement by one session (or leg)."""
     __slots__ = ("session", "op", "pools", "alloc", "pos", "grown", "done", "reserve",
-                 "resumed", "waiting", "lease_ok")
+                 "resumed", "lease_ok")
 
     def __init__(self, session: Any, op: Tuple[Any, ...], pools: List[Pool]) -> None:
         self.session: Any = session
@@ -62,7 +62,6 @@ class HoldRun(object):
         # reservation not yet allocated (reserve held)
         self.reserve: List[float] = [0.0 for _k in range(n)]
         self.resumed = False
-        self.waiting: Any = None
         self.lease_ok = True  # the lease (if any) names the member held
 
 
@@ -198,7 +197,9 @@ class HoldOps(object):
             run.lease_ok = lease[2](s) == pools[lease[0]].index
         self.reject_if_never_fits(s, op, run)
         while True:
-            run.waiting = sim.enqueue(pools[0], run, front=run.resumed)
+            # (the queue's entry is not kept on the run: the two would be a
+            # cycle, which only the collector frees)
+            sim.enqueue(pools[0], run, front=run.resumed)
             try:
                 # The admission puts the hold on the session's list at once
                 # (``try_admit``): admitted, it is the session's innermost
