@@ -50,7 +50,7 @@ stage, a resident joining or leaving it (``Step.submit_step``,
 loop about to take one of its iteration ends (``sync_top``) and the run's
 end (``stop_all``).
 """
-from heapq import heapify, heappop, heappush  # (module globals: no attribute read per call)
+from heapq import heappop, heappush  # (module globals: no attribute read per call)
 import time
 from typing import TYPE_CHECKING, Any, Dict, Final, List, Optional, Tuple
 
@@ -187,7 +187,14 @@ class Folding(object):
         self.assigned: Assignment = [(j, 1.0) for j in self.jobs]
         self.n: int = len(self.jobs)
         self.rem0: List[float] = [j.remaining for j in self.jobs]
-        self.rmin: float = min(self.rem0)
+        # (min's own comparison, written out: compiled, the builtin is a
+        # generic call by name; a stretch has residents, so rem0 has an item)
+        rem0 = self.rem0
+        rmin = rem0[0]
+        for x in rem0:
+            if x < rmin:
+                rmin = x
+        self.rmin: float = rmin
         self.pos0: List[float] = []
         self.mem: List[float] = []
         # (launch index of the next growth, resident index), as one int:
@@ -243,9 +250,10 @@ class Folding(object):
                 if g is not None:
                     run, i = g
                     grows.append(int(run.alloc[i] - self.pos0[k]) * n + k)
-            # (one heapify, not a push each: the items are distinct, so the
-            # heap pops them in the same order whatever its layout)
-            heapify(grows)
+            # (sorted, which is a heap, not a push each: the items are
+            # distinct, so the heap pops them in the same order whatever its
+            # layout; compiled, the sort is native where heapify is a call)
+            grows.sort()
         if st.cost_totals:
             self.mem = [st.memory_of(j.session) for j in self.jobs]
         if pool is not None:
