@@ -475,6 +475,10 @@ class SharedStage(Stage):
         Stage.__init__(self, sim, index, name, member)
         self.cap = cap  # (a number of the IR: a float)
         self.flows: Dict[int, Flow] = {}  # flow id -> flow, in start order
+        # the max-min fill's capacity left and flows not yet frozen here
+        # (``Flows._maxmin``: fields, not dictionaries keyed by stage)
+        self.mm_left: float = 0.0
+        self.mm_unfrozen: int = 0
 
     def present(self) -> int:
         return len(self.flows)
@@ -527,7 +531,8 @@ class SharedStage(Stage):
 
 
 class Flow(object):
-    __slots__ = ("id", "session", "stages", "remaining", "rate", "since", "start", "job")
+    __slots__ = ("id", "session", "stages", "remaining", "rate", "since", "start", "job",
+                 "mm_frozen")
 
     def __init__(self, fid: int, session: Any, stages: List[SharedStage], work: float,
                  now: float) -> None:
@@ -539,6 +544,7 @@ class Flow(object):
         self.since = now
         self.start = now
         self.job: Job = Job(session, work, now)
+        self.mm_frozen = False  # (its rate fixed in this max-min fill: Flows._maxmin)
 
 
 class Flows(object):
@@ -594,7 +600,12 @@ class Flows(object):
                         if other not in stages:
                             stages.add(other)
                             todo.append(other)
-        return sorted(stages, key=lambda s: s.index), [flows[k] for k in sorted(flows)]
+        # (in index order: the indices sorted as ints, not the stages by a
+        # key function called for each)
+        by_index: Dict[int, SharedStage] = {}
+        for st in stages:
+            by_index[st.index] = st
+        return [by_index[i] for i in sorted(by_index)], [flows[k] for k in sorted(flows)]
 
     def recompute(self) -> None:
         now = self.sim.now
@@ -623,27 +634,38 @@ class Flows(object):
             self.sim.schedule(best[0], self.finish, (self.epoch, best[1]))
 
     def _maxmin(self, stages: List[SharedStage], flows: List[Flow]) -> None:
-        left = {st: st.cap for st in stages}
-        unfrozen = {st: len(st.flows) for st in stages}
-        frozen: Set[int] = set()
-        while len(frozen) < len(flows):
-            pick: Optional[Tuple[Any, SharedStage]] = None
+        """Progressive filling: the stage of least fair share (capacity left
+        over flows not yet frozen; the first such in index order) fixes its
+        flows' rates at that share, which each takes from every stage it
+        crosses; again until every flow of the component is frozen.  The
+        component is closed (``component``): every flow of its stages is
+        one of ``flows``, every stage of those flows one of ``stages``."""
+        for st in stages:
+            st.mm_left = st.cap
+            st.mm_unfrozen = len(st.flows)
+        for f in flows:
+            f.mm_frozen = False
+        frozen = 0
+        while frozen < len(flows):
+            pick: Optional[SharedStage] = None
+            best = 0.0
             for st in stages:
-                if unfrozen[st] > 0:
-                    share = left[st] / unfrozen[st]
-                    if pick is None or share < pick[0]:
-                        pick = (share, st)
+                if st.mm_unfrozen > 0:
+                    share = st.mm_left / st.mm_unfrozen
+                    if pick is None or share < best:
+                        pick = st
+                        best = share
             if pick is None:
                 break
-            share, st = pick
-            for f in st.flows.values():
-                if f.id in frozen:
+            for f in pick.flows.values():
+                if f.mm_frozen:
                     continue
-                frozen.add(f.id)
-                f.rate = share
+                f.mm_frozen = True
+                frozen += 1
+                f.rate = best
                 for other in f.stages:
-                    left[other] -= share
-                    unfrozen[other] -= 1
+                    other.mm_left -= best
+                    other.mm_unfrozen -= 1
 
     def finish(self, arg: Tuple[int, int]) -> None:
         epoch, fid = arg
