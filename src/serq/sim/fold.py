@@ -181,20 +181,15 @@ class Folding(object):
     the number of folded iteration starts and ends since."""
 
     def __init__(self, st: Step, sim: "Simulator") -> None:
+        # (empty until ``setup`` accepts the stage's residents: a stretch
+        # that cannot start costs its checks only, not its lists)
         self.st = st
         self.sim = sim
-        self.jobs: List[StepJob] = list(st.residents)
-        self.assigned: Assignment = [(j, 1.0) for j in self.jobs]
-        self.n: int = len(self.jobs)
-        self.rem0: List[float] = [j.remaining for j in self.jobs]
-        # (min's own comparison, written out: compiled, the builtin is a
-        # generic call by name; a stretch has residents, so rem0 has an item)
-        rem0 = self.rem0
-        rmin = rem0[0]
-        for x in rem0:
-            if x < rmin:
-                rmin = x
-        self.rmin: float = rmin
+        self.jobs: List[StepJob] = []
+        self.assigned: Assignment = []
+        self.n: int = 0
+        self.rem0: List[float] = []
+        self.rmin: float = 0.0
         self.pos0: List[float] = []
         self.mem: List[float] = []
         # (launch index of the next growth, resident index), as one int:
@@ -210,13 +205,16 @@ class Folding(object):
         self.uses: List[int] = []
 
     def setup(self) -> bool:
-        """Whether the stretch can start now (the residents' state)."""
+        """Whether the stretch can start now (the residents' state); if so,
+        the residents as it found them."""
         st = self.st
-        sim = self.sim
-        now = sim.now
-        slot = sim.turn_slot
-        pool = None
-        for j in self.jobs:
+        now = self.sim.now
+        slot = self.sim.turn_slot
+        residents = st.residents
+        if not residents:
+            return False
+        pool: Optional[Pool] = None
+        for j in residents:
             if not j.decode or j.stalled or j.gone or not _whole(j.remaining):
                 return False
             s = j.session
@@ -226,7 +224,6 @@ class Folding(object):
                 return False
             g = j.grow
             if g is None:
-                self.pos0.append(0.0)
                 continue
             run, i = g
             p = run.pools[i]
@@ -234,28 +231,47 @@ class Folding(object):
                 pool = p
             elif p is not pool:
                 return False
-            pos = run.pos[i]
-            alloc = run.alloc[i]
-            if not (_whole(pos) and _whole(alloc)):
+            if not (_whole(run.pos[i]) and _whole(run.alloc[i])):
                 return False
-            self.pos0.append(pos)
+        if pool is not None and (pool.spill is not None or pool.trace_evict is not None
+                                 or not _whole(pool.block)):
+            return False
+        # accepted: the residents, their tokens left and positions
+        jobs = self.jobs
+        assigned = self.assigned
+        rem0 = self.rem0
+        pos0 = self.pos0
+        rmin = residents[0].remaining
+        for j in residents:
+            jobs.append(j)
+            assigned.append((j, 1.0))
+            r = j.remaining
+            rem0.append(r)
+            if r < rmin:  # (min's own comparison: compiled, the builtin is a call)
+                rmin = r
+            g = j.grow
+            if g is None:
+                pos0.append(0.0)
+            else:
+                run, i = g
+                pos0.append(run.pos[i])
+        self.rmin = rmin
+        n = len(jobs)
+        self.n = n
         if pool is not None:
-            if pool.spill is not None or pool.trace_evict is not None or not _whole(pool.block):
-                return False
             self.pool = pool
             grows = self.grows
-            n = self.n
             for k in range(n):
-                g = self.jobs[k].grow
+                g = jobs[k].grow
                 if g is not None:
                     run, i = g
-                    grows.append(int(run.alloc[i] - self.pos0[k]) * n + k)
+                    grows.append(int(run.alloc[i] - pos0[k]) * n + k)
             # (sorted, which is a heap, not a push each: the items are
             # distinct, so the heap pops them in the same order whatever its
             # layout; compiled, the sort is native where heapify is a call)
             grows.sort()
         if st.cost_totals:
-            self.mem = [st.memory_of(j.session) for j in self.jobs]
+            self.mem = [st.memory_of(j.session) for j in jobs]
         if pool is not None:
             self.uses.append(pool.index)
         memory = st.memory
@@ -486,8 +502,10 @@ def _begin(sim: "Simulator", st: Any, g: Folding) -> None:
 def _end(sim: "Simulator", k: int) -> None:
     """The stretch of stage ``k``, if one is in progress, written back and
     no longer in progress."""
-    f: Optional[Folding] = sim.folds.pop(k, None)
+    folds: Dict[int, Folding] = sim.folds
+    f = folds.get(k)  # (get and del: compiled, a dict's pop with a default is a call by name)
     if f is not None:
+        del folds[k]
         uses: Dict[int, int] = sim.fold_uses
         for i in f.uses:
             c = uses[i] - 1
