@@ -360,7 +360,7 @@ EVICT_KEYS = {
 def decl(name, cap, block, evict=None, spill=None):
     return SimpleNamespace(name=name, index=None, cap=float(cap), block=float(block) or None,
                            evict=evict, queue=None, preempt=None, spill=spill,
-                           reserve_held=False, first_fit=None, watermark=0.0)
+                           reserve_held=False, first_fit=None, watermark=0.0, admit_via=None)
 
 
 class PoolMachine(RuleBasedStateMachine):

@@ -152,6 +152,9 @@ class Pool(Recorded):
     sig_holders: int
     sig_reserved: float
     sig_blocked: bool
+    growers: List[Any]
+    pass_admits: bool
+    qver: int
     evict_keys: Any
     spill: Any
     averages: List[TimeAverage]
@@ -179,6 +182,9 @@ class Pool(Recorded):
         self.lru = []
         self.queue = []  # Waiting, in order (resumed holds at the front)
         self.growers = []  # stalled grows, in stall order
+        # whether the pool pass admits its queue (else a step stage does:
+        # ``admit_via``), read as a field
+        self.pass_admits = decl.admit_via is None
         # For the findings at the end (report/findings.py), set only on the
         # rare paths: when a grow last stalled here, and when a session was
         # first counted stuck here.

@@ -91,7 +91,7 @@ class PoolSim(TimeAverages):
 
     # ------------------------------------------------------------ admission
 
-    def enqueue(self, pool, run, front=False):
+    def enqueue(self, pool: Pool, run: HoldRun, front: bool = False) -> Waiting:
         self.enqueue_seq += 1
         w = Waiting(run, self.now, self.enqueue_seq, front)
         if front:
@@ -100,12 +100,13 @@ class PoolSim(TimeAverages):
             pool.queue.append(w)
         pool.qver += 1
         self.touched.add(pool)
-        if pool.decl.admit_via is None:
+        if pool.pass_admits:
             self.pool_watch.add(pool)
         else:
             # (the step stage admits this queue when it plans: the pass
             # has nothing to do for it, see pool_pass)
-            self.may_plan.add(self.stages[pool.decl.admit_via])
+            sim: Any = self  # (the simulator: its stages and may_plan are settle's)
+            sim.may_plan.add(sim.stages[pool.decl.admit_via])
         s = run.session
         s.waiting_in = pool
         s.cancel = lambda: self.leave_queue(pool, w)
@@ -326,17 +327,16 @@ class PoolSim(TimeAverages):
         if self.pool_watch:
             walk_in_order(self.pool_watch, self.serve_pool)
 
-    def serve_pool(self, p):
+    def serve_pool(self, p: Pool) -> bool:
         """``pool_pass`` for one pool; whether it still has work for it."""
         if p.growers:
             self.retry_growers(p)
-        if p.queue and p.decl.admit_via is None:
+        if p.queue and p.pass_admits:
             self.admit_pool(p)
         elif p.blocked and not p.queue:
             p.blocked = False
             self.touched.add(p)
-        return bool(p.growers or (p.queue and p.decl.admit_via is None)
-                    or (p.blocked and not p.queue))
+        return bool(p.growers or (p.queue and p.pass_admits) or (p.blocked and not p.queue))
 
     # --------------------------------------------------------------- growth
 
