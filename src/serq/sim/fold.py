@@ -191,7 +191,8 @@ class Folding(object):
         self.rem0: List[float] = []
         self.rmin: float = 0.0
         self.pos0: List[float] = []
-        self.mem: List[float] = []
+        # each resident's memory read (``memory_of``): unboxed, compiled
+        self.mem: vec[float] = vec[float]()
         # (launch index of the next growth, resident index), as one int:
         # ``launch * n + resident`` orders as the pair does (0 <= resident
         # < n), and an int compares and sifts cheaper than a tuple
@@ -271,7 +272,10 @@ class Folding(object):
             # layout; compiled, the sort is native where heapify is a call)
             grows.sort()
         if st.cost_totals:
-            self.mem = [st.memory_of(j.session) for j in jobs]
+            mem = self.mem
+            for j in jobs:
+                mem = append(mem, st.memory_of(j.session))
+            self.mem = mem
         if pool is not None:
             self.uses.append(pool.index)
         memory = st.memory
@@ -343,13 +347,11 @@ class Folding(object):
     def start(self, B: float, C: float) -> bool:
         """A folded iteration start (``plan_decodes`` and ``start_decodes``
         of every resident's token), if the budget ``B`` covers it."""
-        left = B
-        # (a named loop variable: mypy types ``_`` as Any, and compiled
-        # each count would be boxed)
-        for _i in range(self.n):
-            if not left >= 1.0:
-                return False
-            left -= 1.0
+        # (a token each: the general plan takes 1 from the budget per
+        # resident while 1 is left, and B - k is exact for B >= 1, so all n
+        # fit exactly where B >= n; a NaN budget fits none)
+        if self.n > 0 and not B >= float(self.n):
+            return False
         due = self.grow_now()
         if due is None:
             return False
