@@ -95,9 +95,13 @@ class Stage(Recorded):
             self.set_number(n, now)
 
     def set_number(self, n: int, now: float) -> None:
-        """The number present changed to ``n``: the pieces left for later,
-        then ``TimeAverage.set`` of both averages, inlined (the same float
-        operations)."""
+        """The number present changed to ``n`` (busy while it is not 0)."""
+        self.set_values(n, 1.0 if n > 0 else 0.0, now)
+
+    def set_values(self, n: int, util: float, now: float) -> None:
+        """The number present and the utilisation changed: the pieces left
+        for later, then ``TimeAverage.set`` of both averages, inlined (the
+        same float operations)."""
         self.last_n = n
         # the pieces left for later, up to the current event (the last
         # tick, whose piece is added below as the new values are set)
@@ -114,7 +118,7 @@ class Stage(Recorded):
         a = st.util
         a.area += a.value * (now - a.last)
         a.last = now
-        a.value = 1.0 if n > 0 else 0.0
+        a.value = util
 
     def catch_up(self, ticks: vec[float], end: int) -> None:
         """Add the pieces of the events ``ticks[synced + 1:end]``, where the
@@ -502,26 +506,8 @@ class SharedStage(Stage):
         n = len(self.flows)
         util = self.load()
         if n != self.last_n or not util == self.last_util:  # (nan: always set)
+            self.last_util = util
             self.set_values(n, util, now)
-
-    def set_values(self, n: int, util: float, now: float) -> None:
-        """``Stage.set_number`` with the utilisation given."""
-        self.last_n = n
-        self.last_util = util
-        ticks = self.clock.ticks
-        k = len(ticks) - 1
-        if self.synced < k - 1:
-            self.catch_up(ticks, k)
-        self.synced = k
-        st = self.stats
-        a = st.number
-        a.area += a.value * (now - a.last)
-        a.last = now
-        a.value = float(n)
-        a = st.util
-        a.area += a.value * (now - a.last)
-        a.last = now
-        a.value = util
 
     def work_left(self, now: float) -> float:
         total = -0.0  # 0.1.3's sums start at -0: an idle stage reads -0
