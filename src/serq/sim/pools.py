@@ -252,7 +252,7 @@ class Pool(Recorded):
         self.sig_holders = holders
         self.sig_reserved = reserved
         self.sig_blocked = blocked
-        # the pieces left for later, up to the current event (Stage.set_number)
+        # the pieces left for later, up to the current event (Stage.set_values)
         ticks: vec[float] = self.clock.ticks
         k = len(ticks) - 1
         if self.synced < k - 1:

@@ -92,11 +92,7 @@ class Stage(Recorded):
         # ``sim.ticks`` and are added, in order, by ``catch_up``.
         n = self.present()
         if n != self.last_n:
-            self.set_number(n, now)
-
-    def set_number(self, n: int, now: float) -> None:
-        """The number present changed to ``n`` (busy while it is not 0)."""
-        self.set_values(n, 1.0 if n > 0 else 0.0, now)
+            self.set_values(n, 1.0 if n > 0 else 0.0, now)  # (busy while any is)
 
     def set_values(self, n: int, util: float, now: float) -> None:
         """The number present and the utilisation changed: the pieces left
@@ -262,7 +258,7 @@ class Fifo(Stage):
         # Stage.record with present() inlined
         n = self.serving + len(self.waiting)
         if n != self.last_n:
-            self.set_number(n, now)
+            self.set_values(n, 1.0 if n > 0 else 0.0, now)  # (busy while any is)
 
     def work_left(self, now: float) -> float:
         # What is left of a job in service is its work less the time served
