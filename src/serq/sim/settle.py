@@ -248,7 +248,7 @@ class Settle(PoolSim):
             if sig != p.recorded():
                 raise AssertionError("pool %s changed untouched at %r: %r, recorded %r"
                                      % (self.pool_label(p), self.now, sig, p.recorded()))
-            if (p.growers or (p.queue and p.decl.admit_via is None)
+            if (p.growers or (p.queue and p.pass_admits)
                     or (p.blocked and not p.queue)) and p not in self.pool_watch:
                 raise AssertionError("pool %s has work and is not watched at %r"
                                      % (self.pool_label(p), self.now))
@@ -260,9 +260,11 @@ class Settle(PoolSim):
             if st.present() != st.last_n:
                 raise AssertionError("stage %s changed untouched at %r: %r present, recorded %r"
                                      % (st.name, self.now, st.present(), st.last_n))
-            if st.kind == "shared" and not st.load() == st.last_util and st.load() == st.load():
-                raise AssertionError("stage %s changed untouched at %r: utilisation %r, "
-                                     "recorded %r" % (st.name, self.now, st.load(), st.last_util))
+            if st.kind == "shared":
+                u = st.load()
+                if u == u and u != st.last_util:  # (a NaN load is set at every record)
+                    raise AssertionError("stage %s changed untouched at %r: utilisation %r, "
+                                         "recorded %r" % (st.name, self.now, u, st.last_util))
 
     def reschedule_changed(self):
         """Stages in declaration order: a step stage with work and no

@@ -550,11 +550,9 @@ class Flows(object):
         f = Flow(self.next_id, session, stages, work, now)
         self.next_id += 1
         self.flows[f.id] = f
-        touched = self.sim.touched
         for st in stages:
             st.flows[f.id] = f
             self.touched.add(st)
-            touched.add(st)
         self.sim.flows_dirty = True
         if session is not None:  # (a spilled piece's write has none)
             session.cancel = lambda: self.withdraw(f)
@@ -562,11 +560,9 @@ class Flows(object):
     def withdraw(self, f: Flow) -> None:
         if self.flows.pop(f.id, None) is None:
             return
-        touched = self.sim.touched
         for st in f.stages:
             del st.flows[f.id]
             self.touched.add(st)
-            touched.add(st)
         self.sim.flows_dirty = True
 
     def component(self) -> Tuple[List[SharedStage], List[Flow]]:
@@ -593,7 +589,9 @@ class Flows(object):
         now = self.sim.now
         stages, flows = self.component()
         self.touched = set()
-        touched = self.sim.touched  # (their rates may change: each records)
+        # (their numbers of flows or rates may have changed: each records;
+        # every stage a flow started or ended on is in the component)
+        touched = self.sim.touched
         for st in stages:
             touched.add(st)
         for f in self.flows.values():
@@ -655,11 +653,9 @@ class Flows(object):
             return
         now = self.sim.now
         f = self.flows.pop(fid)
-        touched = self.sim.touched
         for st in f.stages:
             del st.flows[fid]
             self.touched.add(st)
-            touched.add(st)
         self.sim.flows_dirty = True
         f.job.started = f.start
         for st in f.stages:
