@@ -84,13 +84,15 @@ def build_report(sim, extras: bool = True) -> Report:
     units = observation_units(prog) if extras else None
     observes = {}
     for i, o in enumerate(sim.observations):
+        ordered = None
         if o.running:  # --no-samples: ci and p99 estimated (report/stats.py)
             count, mean, ci, cv2, p99 = summarize_running(o.summary)
         else:
-            count, mean, ci, cv2, p99 = summarize_samples(o.values)
+            ordered = sorted(o.values)  # (once, for the p99 and the percentiles)
+            count, mean, ci, cv2, p99 = summarize_samples(o.values, ordered)
         row = ObserveRow(o.name, count, mean, ci, cv2, p99, is_test=i in tests)
         if units is not None:
-            row.quantiles = observation_quantiles(o)
+            row.quantiles = observation_quantiles(o, ordered)
             row.unit = units[i]
         observes[o.name] = row
     gauges = {}

@@ -25,9 +25,11 @@ QUANTILES: Tuple[Tuple[float, str], ...] = ((0.5, "p50"), (0.9, "p90"), (0.99, "
                                             (0.999, "p99.9"))
 
 
-def sample_quantiles(samples: Sequence[float]) -> List[Optional[float]]:
-    """The nearest-rank percentiles of samples (``None`` each when empty)."""
-    ordered = sorted(samples)
+def sample_quantiles(samples: Sequence[float], is_sorted: bool = False
+                     ) -> List[Optional[float]]:
+    """The nearest-rank percentiles of samples (``None`` each when empty);
+    ``is_sorted``: they are in increasing order already."""
+    ordered = samples if is_sorted else sorted(samples)
     return [nearest_rank(ordered, q) for q, _ in QUANTILES]
 
 
@@ -36,9 +38,13 @@ def histogram_quantiles(hist) -> List[Optional[float]]:
     return [hist.quantile(q) for q, _ in QUANTILES]
 
 
-def observation_quantiles(o) -> List[Optional[float]]:
+def observation_quantiles(o, ordered: Optional[Sequence[float]] = None
+                          ) -> List[Optional[float]]:
     """The percentiles of a simulator observation (exact from its samples,
-    or from the histogram of a ``--no-samples`` one)."""
+    or from the histogram of a ``--no-samples`` one); ``ordered``: its
+    samples sorted, where the caller has them."""
     if o.running:
         return histogram_quantiles(o.summary.hist)
+    if ordered is not None:
+        return sample_quantiles(ordered, True)
     return sample_quantiles(o.values)

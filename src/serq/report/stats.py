@@ -122,9 +122,11 @@ def nearest_rank(sorted_samples: Sequence[float], q: float) -> Optional[float]:
     return sorted_samples[k - 1]
 
 
-def summarize_samples(samples: Sequence[float]) -> Tuple[
+def summarize_samples(samples: Sequence[float],
+                      ordered: Optional[Sequence[float]] = None) -> Tuple[
         int, Optional[float], Optional[float], Optional[float], Optional[float]]:
-    """``(count, mean, ci, cv2, p99)`` of an observation; ``None`` = null."""
+    """``(count, mean, ci, cv2, p99)`` of an observation; ``None`` = null.
+    ``ordered``: the same samples sorted, where the caller has them."""
     w = Welford()
     for x in samples:
         w.add(x)
@@ -134,7 +136,7 @@ def summarize_samples(samples: Sequence[float]) -> Tuple[
     cv2 = None
     if var is not None and w.mean * w.mean != 0:  # (a tiny mean squares to 0: null)
         cv2 = var / (w.mean * w.mean)
-    p99 = nearest_rank(sorted(samples), 0.99)
+    p99 = nearest_rank(sorted(samples) if ordered is None else ordered, 0.99)
     return w.n, w.mean, batch_means_ci(samples), cv2, p99
 
 

@@ -46,7 +46,8 @@ import operator
 import platform
 from typing import Any, Callable, Final, List, Optional, Sequence, Tuple
 
-from .rng_chacha import (_M64, Key, Words16, _first_block_rows, _first_block_scalar, _next_counter,
+from .rng_chacha import (_M64, REFILL_BLOCKS, Key, Words16, _block_words16, _first_block_rows,
+                         _first_block_scalar, _first_words16, _next_counter,
                          _refill_rows, _refill_scalar)
 from .rng_seed import (_intop, _seed_key_fast, _seed_key_s64, _sub_key_rows, _sub_key_s64,
                        native_first_block, seed_key, substream_seed)
@@ -100,12 +101,15 @@ _EMPTY_RANGE: Final = "an empty or unbounded range"
 class _Implementation(object):
     """The functions that compute keys and blocks (``use_implementation``)."""
 
-    __slots__ = ("name", "first_block", "refill", "seed_key", "sub_key", "sub_first_block")
+    __slots__ = ("name", "first_block", "refill", "step", "seed_key", "sub_key",
+                 "sub_first_block")
 
     def __init__(self) -> None:
         self.name = ""
-        self.first_block: Callable[[Key], Sequence[int]] = _first_block_rows
-        self.refill: Callable[[Key, int], Sequence[int]] = _refill_rows
+        # (a Sequence[int], or a Words16: its words)
+        self.first_block: Callable[[Key], Any] = _first_block_rows
+        self.refill: Callable[[Key, int], Any] = _refill_rows
+        self.step: int = REFILL_BLOCKS  # (blocks a refill computes)
         self.seed_key: Callable[[int], Key] = _seed_key_fast
         self.sub_key: Callable[[int, int, int, int], Key] = _sub_key_rows
         # A substream's first block straight from its arguments (no key
@@ -125,12 +129,15 @@ def use_implementation(name: str) -> str:
     benchmarks and tests.  Returns the previous name."""
     impl = _IMPL
     previous = impl.name
+    impl.step = REFILL_BLOCKS
     if name == "rows":
         impl.first_block, impl.refill = _first_block_rows, _refill_rows
         impl.seed_key, impl.sub_key = _seed_key_fast, _sub_key_rows
     elif name == "native":
-        # blocks on 32-bit words, keys and the batched setup on wide integers
-        impl.first_block, impl.refill = _first_block_scalar, _refill_scalar
+        # blocks on 32-bit words, one at a time as a Words16 (read without
+        # boxing: Rng.random_f64); keys and the batched setup on wide integers
+        impl.first_block, impl.refill = _first_words16, _block_words16
+        impl.step = 1
         impl.seed_key, impl.sub_key = _seed_key_fast, _sub_key_rows
         impl.sub_first_block = native_first_block
     elif name == "scalar":
@@ -182,16 +189,22 @@ class Rng(object):
     A session stream's first block, made on machine integers (compiled core:
     ``native_first_block``), is a ``Words16``, read without boxing while
     the draw fits in it.  Nothing is computed until the first draw: not the key, and for a
-    ``substream`` not even the seed (``_sub`` keeps its arguments).
+    ``substream`` not even the seed (while ``_seed`` is None, ``_sub_*`` are
+    its arguments: typed fields, not a tuple of boxed integers).
     """
 
-    __slots__ = ("_seed", "_sub", "_key", "_buf", "_i", "_counter", "_ext")
+    __slots__ = ("_seed", "_sub_seed", "_sub_a", "_sub_b", "_sub_c", "_key", "_buf", "_i",
+                 "_counter", "_ext")
 
-    def __init__(self, seed: Optional[int], _sub: Optional[Tuple[int, int, int, int]] = None
+    def __init__(self, seed: Any, a: int = 0, b: int = 0, c: int = 0, sub: bool = False
                  ) -> None:
-        # ``_sub`` is for ``_deferred`` only: seed None, mixed on first draw.
-        self._seed: Optional[int] = None if _sub is not None else _u64_arg(seed, "seed")
-        self._sub = _sub
+        # ``sub`` (``_deferred``, rng_batch): ``substream(seed, a, b, c)``,
+        # its seed mixed on first use; otherwise ``seed_from_u64(seed)``.
+        self._seed: Optional[int] = None if sub else _u64_arg(seed, "seed")
+        self._sub_seed: int = seed if sub else 0
+        self._sub_a: int = a
+        self._sub_b: int = b
+        self._sub_c: int = c
         self._key: Optional[Key] = None
         self._buf: Sequence[int] = ()
         self._i = 0
@@ -202,16 +215,15 @@ class Rng(object):
     @classmethod
     def _deferred(cls, sub: Tuple[int, int, int, int]) -> "Rng":
         """A generator seeded with ``substream_seed(*sub)``, computed lazily."""
-        return cls(None, sub)
+        return cls(sub[0], sub[1], sub[2], sub[3], True)
 
     @property
     def seed(self) -> int:
         """The u64 given to ``seed_from_u64``."""
         seed = self._seed
         if seed is None:
-            sub = self._sub
-            assert sub is not None
-            seed = self._seed = substream_seed(sub[0], sub[1], sub[2], sub[3])
+            seed = self._seed = substream_seed(self._sub_seed, self._sub_a, self._sub_b,
+                                               self._sub_c)
         return seed
 
     def __repr__(self) -> str:
@@ -264,22 +276,20 @@ class Rng(object):
         stream that refills keeps it (``_next_words``)."""
         seed = self._seed
         if seed is None:
-            sub = self._sub
-            assert sub is not None
-            return _IMPL.sub_key(sub[0], sub[1], sub[2], sub[3])
+            return _IMPL.sub_key(self._sub_seed, self._sub_a, self._sub_b, self._sub_c)
         return _IMPL.seed_key(seed)
 
     def _next_words(self) -> Sequence[int]:
         """Replace the buffer by its unconsumed tail followed by the next
         block(s); returns the new buffer (``_i`` is reset to 0)."""
         key = self._key
-        tail = self._buf[self._i:]
-        sub = self._sub
+        buf = self._buf
+        tail = buf[self._i:] if self._i < len(buf) else ()
         first = _IMPL.sub_first_block
         words: Sequence[int]
-        if self._counter == 0 and key is None and sub is not None and first is not None:
+        if self._counter == 0 and key is None and self._seed is None and first is not None:
             # a substream's first block straight from its arguments
-            words = first(sub[0], sub[1], sub[2], sub[3])
+            words = first(self._sub_seed, self._sub_a, self._sub_b, self._sub_c)
             self._counter = 1
         else:
             if key is None:
@@ -290,7 +300,7 @@ class Rng(object):
             else:
                 self._key = key
                 words = _IMPL.refill(key, self._counter)
-                self._counter = _next_counter(self._counter)
+                self._counter = _next_counter(self._counter, _IMPL.step)
         if tail:
             words = tuple(tail) + tuple(words)
         self._buf = words
@@ -303,10 +313,14 @@ class Rng(object):
         """The next 32-bit word."""
         i = self._i
         b = self._buf
-        if isinstance(b, Words16) and i < 16:  # (a first block, unboxed)
+        if isinstance(b, Words16):  # (a block, unboxed)
             w: Words16 = b  # (typed: a native call)
-            self._i = i + 1
-            return w.word(i)
+            if i < 16:
+                self._i = i + 1
+                return w.word(i)
+            self._next_words()  # (used up: no IndexError raised)
+            self._i = 1
+            return self._buf[0]
         try:
             v = self._buf[i]
         except IndexError:
@@ -320,10 +334,14 @@ class Rng(object):
         """The next two words, the first as the low half."""
         i = self._i
         b = self._buf
-        if isinstance(b, Words16) and i < 15:
+        if isinstance(b, Words16):
             w: Words16 = b
-            self._i = i + 2
-            return w.u64(i)
+            if i < 15:
+                self._i = i + 2
+                return w.u64(i)
+            b = self._next_words()  # (the last word and the next block, or the next block)
+            self._i = 2
+            return (b[1] << 32) | b[0]
         try:
             v = (b[i + 1] << 32) | b[i]
         except IndexError:
@@ -337,10 +355,17 @@ class Rng(object):
         """``random::<f64>()``: ``(next_u64 >> 11) * 2**-53``, in [0, 1)."""
         i = self._i
         b = self._buf
-        if isinstance(b, Words16) and i < 15:
+        if isinstance(b, Words16):
             w: Words16 = b
-            self._i = i + 2
-            return w.f64(i)
+            if i < 15:
+                self._i = i + 2
+                return w.f64(i)
+            b = self._next_words()  # (the last word and the next block, or the next block)
+            self._i = 2
+            if isinstance(b, Words16):
+                w = b
+                return w.f64(0)
+            return ((b[1] << 21) | (b[0] >> 11)) * 1.1102230246251565e-16
         try:
             v = ((b[i + 1] << 21) | (b[i] >> 11)) * 1.1102230246251565e-16
         except IndexError:

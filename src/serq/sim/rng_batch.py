@@ -346,7 +346,7 @@ class Substreams(object):
             seed = self.seed
             b = self.b
             c = self.c
-            r = Rng(None, (seed, a, b, c))  # (the seed, and the key of a refill, on demand)
+            r = Rng(seed, a, b, c, True)  # (the seed, and the key of a refill, on demand)
             words: Any = native_first_block(seed, a, b, c) if self._native else \
                 one(seed, a, b, c)
             r._buf = words  # (a Words16: a read-only sequence of the words)

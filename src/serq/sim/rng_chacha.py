@@ -361,8 +361,20 @@ def _refill_rows(key: Key, counter: int) -> Sequence[int]:
     return _four_row_blocks(key, counter)
 
 
-def _next_counter(counter: int) -> int:
-    """``counter + REFILL_BLOCKS`` modulo 2**64.
+def _block_words16(key: Key, counter: int) -> Words16:
+    """The block at ``counter``, unboxed: the first block and each refill
+    where mypyc compiles this module (one block at a time; the words are
+    the same stream, and a draw reads them without boxing)."""
+    return chacha12_words(key[0], key[1], key[2], key[3], key[4], key[5], key[6], key[7],
+                          counter & _M32, (counter >> 32) & _M32)
+
+
+def _first_words16(key: Key) -> Words16:
+    return _block_words16(key, 0)
+
+
+def _next_counter(counter: int, step: int = REFILL_BLOCKS) -> int:
+    """``counter + step`` (blocks of a refill) modulo 2**64.
 
     Written without ``& _M64``: on PyPy, 2**64 - 1 is a big integer, and a
     result computed with one stays a (slow) big integer object even when it
@@ -370,7 +382,7 @@ def _next_counter(counter: int) -> int:
     same reason the plain version derives keys on signed 64-bit machine
     integers there (``_key_s64``).
     """
-    counter += REFILL_BLOCKS
+    counter += step
     if counter > _M64:
         counter -= 1 << 64
     return counter
