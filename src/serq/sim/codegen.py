@@ -169,6 +169,8 @@ class ExprWriter(object):
             args = [self.expr(x) for x in e.args]
             if law == "exp":
                 # dist.exp inlined: -mean * log(1 - U), the mean read first
+                if NATIVE_CORE:
+                    return "s.rng.exp_f64(%s)" % args[0]
                 return "(-%s * _log(1.0 - s.rng.random_f64()))" % args[0]
             if law == "det":
                 return args[0]
