@@ -16,7 +16,6 @@ that is safe: CPython 3.11 and later run Python-to-Python calls without
 growing the C stack.  Elsewhere the limit stays, and a chain too deep for
 it is the located error "the program nests too deeply".
 """
-import platform
 import sys
 from contextlib import contextmanager
 from typing import Iterator
@@ -29,7 +28,7 @@ DEEP_LIMIT = 6 * MAX_LET_CHAIN + 10000
 
 
 def lifts_limit() -> bool:
-    return sys.version_info >= (3, 11) and platform.python_implementation() == "CPython"
+    return sys.version_info >= (3, 11) and sys.implementation.name == "cpython"
 
 
 @contextmanager

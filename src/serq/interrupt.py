@@ -16,7 +16,6 @@ whose disposition is not the default when ``Stop`` starts (SIGINT ignored
 in a shell's background job) is left alone.
 """
 import signal
-import threading
 from typing import Any, Dict, List, Optional
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -95,12 +94,14 @@ class Stop(object):
         self.sim = None
 
     def __enter__(self) -> "Stop":
-        if threading.current_thread() is threading.main_thread():
-            for signum in SIGNALS:
-                old = signal.getsignal(signum)
-                if _default(signum, old):
-                    self.old[signum] = old
+        for signum in SIGNALS:
+            old = signal.getsignal(signum)
+            if _default(signum, old):
+                try:
                     signal.signal(signum, self.handle)
+                except ValueError:  # not the main thread: its signals stay as they are
+                    break
+                self.old[signum] = old
         return self
 
     def __exit__(self, *exc: Any) -> bool:

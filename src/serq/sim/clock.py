@@ -204,10 +204,11 @@ class interrupts(object):
 
     def __enter__(self):
         import signal
-        import threading
-        if threading.current_thread() is threading.main_thread() and \
-                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            self.old = signal.signal(signal.SIGINT, self.handle)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            try:
+                self.old = signal.signal(signal.SIGINT, self.handle)
+            except ValueError:  # not the main thread: SIGINT stays as it is
+                return self
             self.installed = True
         return self
 

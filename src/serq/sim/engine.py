@@ -471,7 +471,9 @@ class Simulator(Settle):
         s.alive = False
         if self.session_turns is not None:
             self.session_turns[s.serial] = s.turns
-        self.roots.pop(s.serial, None)
+        roots = self.roots
+        if s.serial in roots:  # (not roots.pop(serial, None): compiled, a call by name)
+            del roots[s.serial]
         self.live -= 1
         if self.warm:
             self.ended += 1

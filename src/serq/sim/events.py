@@ -12,14 +12,14 @@ faster than its heapq on tuples.  Interpreted CPython keeps tuples
 Both keep the layout heapq would: the same sift steps, so the same entry at
 every index (tests/test_events.py), and the same order of events.
 """
-import platform
+import sys
 from typing import Any, Final, List
 
 from ..floatvec import COMPILED
 
 #: Whether the heap's entries are ``Event``s (compiled core, PyPy) rather
 #: than tuples (interpreted CPython).
-OBJECTS: Final = COMPILED or platform.python_implementation() == "PyPy"
+OBJECTS: Final = COMPILED or sys.implementation.name == "pypy"
 
 
 class Event(object):

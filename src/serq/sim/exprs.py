@@ -9,7 +9,7 @@ case (``N`` -> ``x.present``), ``Now`` the simulator's clock.  Arithmetic is
 IEEE as in the reference: comparisons and logic give 0.0 or 1.0, a division
 by zero gives an infinity or NaN, ``ln(0)`` is ``-inf``.
 """
-import platform
+import sys
 from typing import Callable
 
 from ..errors import RunError
@@ -18,7 +18,7 @@ from . import dist, etree, xdist
 from .arith import CTX_FIELD, MATH1, MATH2, fdiv, fmt, fpow
 from .codegen import ExprWriter
 
-_PYPY = platform.python_implementation() == "PyPy"
+_PYPY = sys.implementation.name == "pypy"
 
 
 class Compiler:

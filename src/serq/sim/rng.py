@@ -44,7 +44,7 @@ rng_seed.py; this module chooses between their versions
 """
 import math
 import operator
-import platform
+import sys
 from typing import Any, Callable, Final, List, Optional, Sequence, Tuple
 
 from .rng_chacha import (_M64, REFILL_BLOCKS, Key, Words16, _block_words16, _first_block_rows,
@@ -167,7 +167,7 @@ def _compiled() -> bool:
 
 # Wide integers are fastest interpreted on CPython; 32-bit words on PyPy's
 # JIT; where mypyc compiles them to machine integers, the blocks.
-use_implementation("scalar" if platform.python_implementation() != "CPython"
+use_implementation("scalar" if sys.implementation.name != "cpython"
                    else "native" if _compiled() else "rows")
 
 

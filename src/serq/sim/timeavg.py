@@ -10,7 +10,7 @@ between ticks worked out once, ``gaps_to``), at the end of the run or when
 ``TICKS_KEPT`` times have piled up (``compact_ticks``).  Gauges are read
 just before the clock moves to a later instant, and at the end.
 """
-import platform
+import sys
 from typing import Any, Final, List, cast
 
 from ..floatvec import append, vec
@@ -27,7 +27,7 @@ TICKS_KEPT = 4096
 #: loop faster than it keeps the set of those an event touched
 #: (vllm_single 1.28 -> 1.22 s, chat_cache 1.41 -> 1.31 s there; router16
 #: the same); CPython keeps the set (router16 -30 %).
-RECORD_ALL: Final = platform.python_implementation() == "PyPy"
+RECORD_ALL: Final = sys.implementation.name == "pypy"
 
 
 class _Untracked(object):
