@@ -471,9 +471,7 @@ class Simulator(Settle):
         s.alive = False
         if self.session_turns is not None:
             self.session_turns[s.serial] = s.turns
-        roots = self.roots
-        if s.serial in roots:  # (not roots.pop(serial, None): compiled, a call by name)
-            del roots[s.serial]
+        self.roots.pop(s.serial, None)
         self.live -= 1
         if self.warm:
             self.ended += 1
