@@ -57,6 +57,7 @@ from ..errors import OutputError, SerqError, UsageError
 from . import commands as _c
 from .colour import write_diagnostic
 from .common import EXIT_OUTPUT, STOP, pair
+from .helpfmt import TerminalFormatter
 from .output import Guarded, StdoutError, drop_stdout
 
 def _command_word(argv: Optional[List[str]]) -> Optional[str]:
@@ -86,7 +87,8 @@ def _parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
     what they need.  Otherwise (``serq -h`` lists every command, an unknown
     word lists the choices) every one is."""
     ap = argparse.ArgumentParser(prog="serq", description="serQ %s: parse, check and compile "
-                                 "serving programs" % SERQ_VERSION)
+                                 "serving programs" % SERQ_VERSION,
+                                 formatter_class=TerminalFormatter)
     ap.add_argument("-V", "--version", action=_Version, nargs=0,
                     help="show the version and which core runs, and exit")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
@@ -94,7 +96,7 @@ def _parser(argv: Optional[List[str]] = None) -> argparse.ArgumentParser:
     commands = {}
     for name, kw, add, _run in _COMMANDS:
         if word is None or word == name:
-            commands[name] = sub.add_parser(name, **kw)
+            commands[name] = sub.add_parser(name, formatter_class=TerminalFormatter, **kw)
             add(commands[name])
     ap.set_defaults(_commands=commands)
     return ap

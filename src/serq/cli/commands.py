@@ -8,6 +8,7 @@ from ..argtypes import pos_int as _pos_int, seed_int, add_run_times
 from ..argtypes import time_value as _time
 from ..errors import UsageError
 from .common import STOP, compile_args, load_program, overrides, pair
+from .helpfmt import TerminalFormatter
 from .output import Utf8Out
 
 def check_arguments(c) -> None:
@@ -46,7 +47,8 @@ def fmt_arguments(f) -> None:
 def trace_arguments(t) -> None:
     tsub = t.add_subparsers(dest="trace_command", metavar="TRACE_COMMAND")
     tc = tsub.add_parser("convert", help="convert a public trace (ShareGPT, BurstGPT, Azure "
-                         "2023/2024, Mooncake) to the trace CSV a workload replays")
+                         "2023/2024, Mooncake) to the trace CSV a workload replays",
+                         formatter_class=TerminalFormatter)
     from ..traces import FORMATS, LAYOUTS
     tc.add_argument("input", help="the trace file")
     tc.add_argument("--format", required=True, choices=FORMATS,
