@@ -13,7 +13,6 @@ that the two give the same bytes.
   measures and the SLOs (``--slo``), in that order.  A whole run without
   ``--extended`` is the reference's JSON, byte for byte.
 """
-import json
 from typing import List, Optional, Sequence, Tuple
 
 from .jsonfmt import format_float, report_json
@@ -76,6 +75,7 @@ def run_json(report: Report, partial: Optional[str] = None, extended: bool = Fal
     newline; ``admission`` (the rows) is needed with ``extended``."""
     pairs: Optional[List[Tuple[str, str]]] = None
     if partial is not None:
+        import json  # (only here: a run's start does not pay for it)
         pairs = [("partial", '{"reason":%s,"at":%s,"events":%d}' % (
             json.dumps(partial), format_float(report.end), report.events))]
     if extended:
