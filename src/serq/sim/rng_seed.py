@@ -49,6 +49,11 @@ def seed_key(seed: int) -> Key:
 
 _PCG_MUL: Final = 6364136223846793005
 _PCG_INC: Final = 11634580027462260723
+# their 32-bit halves, small integers (for the machine-integer version below)
+_PCG_MUL_H: Final = 0x5851F42D
+_PCG_MUL_L: Final = 0x4C957F2D
+_PCG_INC_H: Final = 0xA17654E4
+_PCG_INC_L: Final = 0x6FBE17F3
 
 
 def _seed_key_fast(s: int, A: int = _PCG_MUL, C: int = _PCG_INC, M: int = _M64,
@@ -167,31 +172,34 @@ def _sub_key_rows(seed: int, a: int, b: int, c: int) -> Key:
 # 2**64 is put together from products of 16-bit and 32-bit pieces.  The
 # same code on Python's integers (interpreted) gives the same bits.
 
-def _mul_hi(ah: "i64", al: "i64", bh: "i64", bl: "i64") -> "i64":
-    """The high half of ``(ah:al) * (bh:bl)`` modulo 2**64."""
+def _mul64(ah: "i64", al: "i64", bh: "i64", bl: "i64") -> "Tuple[i64, i64]":
+    """``(ah:al) * (bh:bl)`` modulo 2**64, as its high and low halves."""
     p0: i64 = (al & 0xFFFF) * bl
     p1: i64 = (al >> 16) * bl
-    s: i64 = p0 + ((p1 & 0xFFFF) << 16)
+    s: i64 = p0 + ((p1 & 0xFFFF) << 16)  # al * bl modulo 2**32, and its carry above
     carry: i64 = (s >> 32) + (p1 >> 16)  # the high half of al * bl
     # ah * bl and al * bh modulo 2**32
     c1: i64 = (ah & 0xFFFF) * bl + ((((ah >> 16) * bl) & 0xFFFF) << 16)
     c2: i64 = (al & 0xFFFF) * bh + ((((al >> 16) * bh) & 0xFFFF) << 16)
-    return (carry + (c1 & _M32) + (c2 & _M32)) & _M32
-
-
-def _mul_lo(al: "i64", bl: "i64") -> "i64":
-    """The low half of ``(ah:al) * (bh:bl)`` (only the low halves count)."""
-    p0: i64 = (al & 0xFFFF) * bl
-    p1: i64 = (al >> 16) * bl
-    return (p0 + ((p1 & 0xFFFF) << 16)) & _M32
+    return (carry + (c1 & _M32) + (c2 & _M32)) & _M32, s & _M32
 
 
 def _pcg_next(sh: "i64", sl: "i64") -> "Tuple[i64, i64, i64]":
     """PCG32 advanced once (``state * MUL + INC`` modulo 2**64, as halves)
     and its output (XSH-RR) for the new state: ``(sh, sl, word)``."""
-    mh: i64 = _mul_hi(sh, sl, _PCG_MUL >> 32, _PCG_MUL & _M32)
-    ml: i64 = _mul_lo(sl, _PCG_MUL & _M32) + (_PCG_INC & _M32)
-    sh = (mh + (_PCG_INC >> 32) + (ml >> 32)) & _M32
+    # state * MUL (``_mul64``, written out: eight of these make a key)
+    bl: i64 = _PCG_MUL_L
+    bh: i64 = _PCG_MUL_H
+    p0: i64 = (sl & 0xFFFF) * bl
+    p1: i64 = (sl >> 16) * bl
+    s: i64 = p0 + ((p1 & 0xFFFF) << 16)
+    carry: i64 = (s >> 32) + (p1 >> 16)
+    c1: i64 = (sh & 0xFFFF) * bl + ((((sh >> 16) * bl) & 0xFFFF) << 16)
+    c2: i64 = (sl & 0xFFFF) * bh + ((((sl >> 16) * bh) & 0xFFFF) << 16)
+    mh: i64 = (carry + (c1 & _M32) + (c2 & _M32)) & _M32
+    # + INC
+    ml: i64 = (s & _M32) + _PCG_INC_L
+    sh = (mh + _PCG_INC_H + (ml >> 32)) & _M32
     sl = ml & _M32
     # t = (s >> 18) ^ s; x = (t >> 27) & M32; the rotation is s >> 59
     th: i64 = (sh >> 18) ^ sh
@@ -214,13 +222,11 @@ def _mix_step(xh: "i64", xl: "i64", v: int) -> "Tuple[i64, i64]":
     # x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9
     yh: i64 = xh ^ (xh >> 30)
     yl: i64 = xl ^ (((xl >> 30) | (xh << 2)) & _M32)
-    xh = _mul_hi(yh, yl, 0xBF58476D, 0x1CE4E5B9)
-    xl = _mul_lo(yl, 0x1CE4E5B9)
+    xh, xl = _mul64(yh, yl, 0xBF58476D, 0x1CE4E5B9)
     # x = (x ^ (x >> 27)) * 0x94D049BB133111EB
     yh = xh ^ (xh >> 27)
     yl = xl ^ (((xl >> 27) | (xh << 5)) & _M32)
-    xh = _mul_hi(yh, yl, 0x94D049BB, 0x133111EB)
-    xl = _mul_lo(yl, 0x133111EB)
+    xh, xl = _mul64(yh, yl, 0x94D049BB, 0x133111EB)
     # x ^= x >> 31
     return xh ^ (xh >> 31), xl ^ (((xl >> 31) | (xh << 1)) & _M32)
 
