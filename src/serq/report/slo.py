@@ -229,11 +229,12 @@ def evaluate(sim, slos: Sequence[Slo], per: str = "request") -> SloResult:
     ended: Dict[int, int] = sim.session_turns
     # Requests in arrival order: (serial, turn) for turn 1..n.
     keys: List[Tuple[int, int]] = []
+    live = sim.roots if per == "request" and turns_kept else {}
     for serial in range(first, sim.arrived):
         if serial in ended:
             n = max(ended[serial], 1) if turns_kept else 1
-        elif per == "request" and turns_kept and serial in sim.roots:
-            n = sim.roots[serial].turns - 1  # the last turn is still going
+        elif serial in live:
+            n = live[serial].turns - 1  # the last turn is still going
         else:
             continue
         for t in range(1, n + 1):

@@ -135,7 +135,11 @@ class Simulator(Settle):
         self.trace = trace  # corpus: list of sessions, each a list of turns
         self.arrived = 0
         self.live = 0
-        self.roots: Dict[int, Any] = {}  # serial -> live session
+        # The sessions started, in serial order; those that ended are
+        # dropped now and then (``finish``): ``live_roots`` are the others.
+        # (A list, not a dict by serial: one append per session.)
+        self.spawned: List[Session] = []
+        self.spawned_dead: int = 0
         self.ended = 0
         self.turns = 0
         # For `serq run --slo` (report/slo.py): the serial of the first
@@ -330,6 +334,15 @@ class Simulator(Settle):
                 _heappush(self.heap, (self.now + gap, self.seq, self.arrive_fn, None))
         self.spawn()
 
+    def live_roots(self) -> List[Session]:
+        """The sessions (not legs) started and not ended, in serial order."""
+        return [x for x in self.spawned if x.alive]
+
+    @property
+    def roots(self) -> Dict[int, Session]:
+        """``live_roots`` by serial."""
+        return {x.serial: x for x in self.live_roots()}
+
     def spawn(self) -> Session:
         prog = self.prog
         serial = self.arrived
@@ -338,7 +351,7 @@ class Simulator(Settle):
         a = self.attrs0[:]  # new_attrs(prog, serial)
         a[self.serial_slot] = float(serial)
         s = Session(serial, a, self.statement_streams.get(serial))
-        self.roots[serial] = s
+        self.spawned.append(s)
         if self.trace is not None:
             n = len(self.trace)
             i = serial % n if prog.trace_ordered else self.trace_rng.range_u32(0, n - 1)
@@ -471,7 +484,10 @@ class Simulator(Settle):
         s.alive = False
         if self.session_turns is not None:
             self.session_turns[s.serial] = s.turns
-        self.roots.pop(s.serial, None)
+        self.spawned_dead += 1  # (``s.alive`` is now False: it leaves ``live_roots``)
+        if self.spawned_dead > 32 and 2 * self.spawned_dead > len(self.spawned):
+            self.spawned = [x for x in self.spawned if x.alive]
+            self.spawned_dead = 0
         self.live -= 1
         if self.warm:
             self.ended += 1

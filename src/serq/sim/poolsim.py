@@ -618,7 +618,7 @@ class PoolSim(TimeAverages):
                 out.append(s)
                 for leg in s.legs:
                     add(leg)
-        for root in self.roots.values():
+        for root in self.live_roots():
             add(root)
         for p in self.pools:
             for h in p.holders:

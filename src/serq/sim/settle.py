@@ -181,7 +181,7 @@ class Settle(PoolSim):
         holders, all of them blocked, and no lease that expires, and its hold
         does not fit now (behind a head that does not, it is not blocked)."""
         entities = []
-        for root in self.roots.values():
+        for root in self.live_roots():
             entities.append(root)
             entities.extend(root.legs)
         if not any(e.joining for e in entities):
