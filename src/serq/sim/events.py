@@ -64,9 +64,14 @@ def pop_event(heap: List[Event]) -> Event:
     """heapq's ``heappop``: the first event, the last entry sifted from the
     root to a leaf along the earlier children and back up (heapq's
     ``_siftup``)."""
-    last = heap.pop()
-    if not heap:
+    if len(heap) == 1:
+        # (cleared, not popped: CPython's pop to empty reallocates the
+        # items to 0 bytes, a block of the C allocator's that every later
+        # resize of this list then reallocates there, not in Python's own)
+        last = heap[0]
+        heap.clear()
         return last
+    last = heap.pop()
     first = heap[0]
     end = len(heap)
     pos = 0
