@@ -177,7 +177,7 @@ class Fifo(Stage):
     def __init__(self, sim: Any, index: int, name: str, member: Optional[int],
                  servers: Any) -> None:
         Stage.__init__(self, sim, index, name, member)
-        self.servers = servers
+        self.servers: float = float(servers)  # (typed: compared at every submit)
         self.serving = 0
         self.waiting: FifoQueue = new_fifo()
         # the jobs that started service, in that order: those still in
@@ -203,7 +203,12 @@ class Fifo(Stage):
         else:
             self.waiting.append(job)
         if session is not None and sim.pools:  # (only a pool preempts or refuses)
-            session.cancel = lambda: self.withdraw(job)
+            self._cancel_by(session, job)
+
+    def _cancel_by(self, session: "Session", job: Job) -> None:
+        """``session.cancel`` withdraws ``job`` (its own method: a closure
+        in ``submit`` would cost every submit its environment)."""
+        session.cancel = lambda: self.withdraw(job)
 
     def withdraw(self, job: Job) -> None:
         """A preempted session's job leaves the stage."""
