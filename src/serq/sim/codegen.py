@@ -168,9 +168,10 @@ class ExprWriter(object):
             law = e.dist.lower()
             args = [self.expr(x) for x in e.args]
             if law == "exp":
-                # dist.exp inlined: -mean * log(1 - U), the mean read first
+                # the mean read first, then -mean * log(1 - U): dist.exp, one
+                # native call where the core is compiled, inlined where not
                 if NATIVE_CORE:
-                    return "s.rng.exp_f64(%s)" % args[0]
+                    return "%s(s.rng, %s)" % (self.bind(dist.exp, "law"), args[0])
                 return "(-%s * _log(1.0 - s.rng.random_f64()))" % args[0]
             if law == "det":
                 return args[0]

@@ -24,12 +24,19 @@ bernoulli(p)  ``1.0`` if ``U < p`` else ``0.0``                         1
 Parameters are not validated here; the consumer of a draw checks it.
 """
 from math import log, sqrt
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .rng import Rng
 
 __all__ = ["exp", "det", "uniform", "erlang", "h2", "bernoulli", "poisson_gap", "LAWS", "ARITY", "draw"]
 
 
-def exp(rng, mean):
-    """Exponential with mean ``mean``: ``-mean * ln(1 - U)``."""
+def exp(rng: "Rng", mean: float) -> float:
+    """Exponential with mean ``mean``: ``-mean * ln(1 - U)``.  (Typed:
+    compiled, the draw is a native call and the arithmetic on machine
+    floats; the generated session code calls this where the core is
+    compiled, and writes it out where it is not.)"""
     return -mean * log(1.0 - rng.random_f64())
 
 

@@ -42,7 +42,6 @@ The blocks are computed in rng_chacha.py, the keys from seeds in
 rng_seed.py; this module chooses between their versions
 (``use_implementation``) and is the generator and the run's streams.
 """
-import math
 import operator
 import sys
 from typing import Any, Callable, Final, List, Optional, Sequence, Tuple
@@ -375,12 +374,6 @@ class Rng(object):
             v = ((b[1] << 21) | (b[0] >> 11)) * 1.1102230246251565e-16
         self._i = i + 2
         return v
-
-    def exp_f64(self, mean: float) -> float:
-        """``-mean * ln(1 - U)`` with ``U = random_f64()``: dist.exp's draw
-        (the mean read by the caller, first), one call where this module
-        is compiled (codegen writes it so there)."""
-        return -mean * math.log(1.0 - self.random_f64())
 
     # -- ranges --------------------------------------------------------------
 
