@@ -34,6 +34,59 @@ def test_catch_up_anywhere_same_bytes(path, monkeypatch):
         assert _report(path, kept, monkeypatch) == default, kept
 
 
+# ------------------------------------------------------- mates together
+# A step stage, its memory and the pools admitted via it catch up together
+# (recorded.py catch_up_together) where they share at least SHARED_MIN
+# events: at 1 nearly every catch-up is shared, past any run's length none
+# is; the bytes are the same either way (and the reference's, by the
+# conformance tests of the default).
+
+TOGETHER = [ROOT / "bench" / "programs" / "router16.sq",
+            ROOT / "bench" / "programs" / "pd_split.sq"] + \
+    sorted((ROOT / "tests" / "programs" / "steps").glob("*.sq"))[:6]
+
+
+@pytest.mark.parametrize("path", TOGETHER, ids=lambda p: p.stem)
+def test_catching_up_together_gives_the_same_bytes(path, monkeypatch):
+    kw = {"horizon": 20.0, "warmup": 2.0} if path.parent.name == "programs" and \
+        path.parent.parent.name == "bench" else {}
+    prog = compile_program(str(path), **kw)
+    monkeypatch.setattr(timeavg, "SHARED_MIN", 10 ** 9)
+    alone = report_json(run_program(prog))
+    for shared in (1, 2, 5):
+        monkeypatch.setattr(timeavg, "SHARED_MIN", shared)
+        for kept in (timeavg.TICKS_KEPT, 7):
+            monkeypatch.setattr(timeavg, "TICKS_KEPT", kept)
+            assert report_json(run_program(prog)) == alone, (shared, kept)
+
+
+def test_who_catches_up_together():
+    """Each replica's step stage with its memory pool and the pools admitted
+    via it; a pool two step stages share joins their groups into one."""
+    from serq.api import compile as api_compile
+    from serq.runner import simulate
+    sim = simulate(compile_program(str(ROOT / "bench" / "programs" / "router16.sq"),
+                                   horizon=2.0, warmup=1.0))
+    e3 = sim.stages[3]
+    # (the pools slots[0..15] then kv[0..15]: slots[3] and kv[3])
+    assert e3.mates == [e3, sim.pools[3], sim.pools[16 + 3]]
+    assert all(m.mates is e3.mates for m in e3.mates)
+    src = """
+pool kv { cap 4096; block 16; }
+pool lone { cap 4; }
+stage a : step { budget 512; cost 0.01; memory kv; }
+stage b : step { budget 512; cost 0.01; memory kv; }
+stage c : step { budget 512; cost 0.01; }
+workload { arrive poisson(5); }
+session { hold kv (32) { run a prefill (32); run b decode (4); } }
+run { horizon 5; }
+"""
+    sim = simulate(api_compile(source=src).ir)
+    names = {s.name: [m.name for m in s.mates] for s in sim.stages}
+    assert names == {"a": ["a", "b", "kv"], "b": ["a", "b", "kv"], "c": []}
+    assert [p.mates for p in sim.pools if p.name == "lone"] == [[]]
+
+
 def test_values_that_change_are_recorded():
     """A pool used for 3 s of a 10 s run, then idle for the rest: the mean
     use and holder count take the late pieces (none stale, none lost)."""

@@ -25,6 +25,7 @@ from .rng_batch import StatementStreams, WorkloadStreams
 from .samples import Observation, RunningObservation
 from .exprs import Compiler, fmt
 from .fold import prepare as prepare_fold
+from .recorded import Recorded
 from .session import Interpreter, Session
 from .settle import READY_LIMIT, Settle
 from .stages import Delay, Fifo, Flows, Ps, SharedStage
@@ -505,6 +506,18 @@ class Simulator(Settle):
                 self.closed_count = 1
             self.spawn()
 
+    def catch_up_links(self) -> List[List[Recorded]]:
+        """Each step stage with its memory and the pools admitted via it:
+        they change together, so they catch up together (timeavg.py)."""
+        links: List[List[Recorded]] = []
+        for st in self.steps:
+            link: List[Recorded] = [st]
+            if st.memory is not None:
+                link.append(self.pools[st.memory])
+            link.extend(st.admits)
+            links.append(link)
+        return links
+
     def start_and_run(self, a, progress, max_events, max_wall, started):
         """``run``'s sessions started (a batch or closed population), the
         first settle and the event loop; returns the run's end."""
@@ -524,7 +537,7 @@ class Simulator(Settle):
                     if max_wall is not None and time.monotonic() - started > max_wall:
                         self.partial = "--max-wall %s" % fmt(max_wall)
                         break
-        self.start_recording()
+        self.start_recording(self.catch_up_links())
         prepare_fold(self)
         self.estimates = reads_estimates(prog)  # else no stage keeps its estimator
         if self.partial is None:

@@ -14,7 +14,7 @@ from typing import Any, Dict, Final, List, Optional, Tuple
 
 from ..floatvec import vec
 from ..report.stats import TimeAverage, Welford, replay_all
-from .recorded import Recorded, Touched
+from .recorded import Recorded, Touched, catch_up_together
 
 EPS: Final = 1e-9
 
@@ -198,6 +198,7 @@ class Pool(Recorded):
         st, ad = self.stats, self.admission
         # The six time averages, in the order of ``sig`` (record)
         self.averages = [st.used, st.cached, st.queue, st.holders, ad.reserved, ad.blocking]
+        self.mates = []
         self.blocked = False  # the head holds back a hold that fits (last attempt)
         self.blocked_key = None  # what the pool looked like at the last scan
         # The six values the time averages were last set from, and the index
@@ -256,7 +257,10 @@ class Pool(Recorded):
         ticks: vec[float] = self.clock.ticks
         k = len(ticks) - 1
         if self.synced < k - 1:
-            self.catch_up(ticks, k)
+            if self.mates and k - self.synced > self.clock.shared_min:  # (else too few to share)
+                catch_up_together(self, ticks, k)
+            else:
+                self.catch_up(ticks, k)
         self.synced = k
         st = self.stats
         ad = self.admission

@@ -8,6 +8,7 @@ A module of its own, importing nothing of the simulator, so that the stages
 from typing import TYPE_CHECKING, Any, Final, List, cast
 
 from ..floatvec import COMPILED, vec
+from ..report.stats import TimeAverage, replay_live
 
 if TYPE_CHECKING:
     from .timeavg import TimeAverages  # (a type only: nothing imported at run time)
@@ -28,6 +29,13 @@ class Recorded(object):
     #: left for later are, set when the run starts (``start_recording``):
     #: typed, so that a record reads them as fields, not by name
     clock: "TimeAverages"
+    #: its time averages (set by each stage and pool)
+    averages: List[TimeAverage]
+    #: the stages and pools that change with it (a step stage, its memory
+    #: and the pools admitted via it), itself among them, which catch up
+    #: together (``catch_up_together``); empty where it has none
+    #: (``TimeAverages.start_recording``)
+    mates: List["Recorded"]
 
     def record(self, now: float) -> None:
         """A piece of each time average at the event ending at ``now``
@@ -37,6 +45,37 @@ class Recorded(object):
     def catch_up(self, ticks: vec[float], end: int) -> None:
         """The pieces left for later, through ``ticks[end - 1]``."""
         raise NotImplementedError
+
+
+def catch_up_together(me: Recorded, ticks: vec[float], end: int) -> None:
+    """``me.catch_up(ticks, end)``, and its mates' too where they share at
+    least ``shared_min`` of its events (timeavg.py ``SHARED_MIN``): each
+    one alone up to the latest first piece among them, then all their time
+    averages in one pass (report/stats.py ``replay_live``), whose additions
+    are each average's own, in its own order, as in a pass of its own.  The
+    sums do not wait on each other, so a processor adds them side by side."""
+    group = me.mates
+    lo = me.synced + 1
+    r: Recorded
+    for r in group:
+        s = r.synced + 1
+        if s < end and s > lo:
+            lo = s
+    if end - lo < me.clock.shared_min:
+        me.catch_up(ticks, end)
+        return
+    live: List[TimeAverage] = []
+    a: TimeAverage
+    for r in group:
+        s = r.synced + 1
+        if s < end:
+            if s < lo:
+                r.catch_up(ticks, lo)
+            for a in r.averages:
+                if a.value != 0.0:
+                    live.append(a)
+            r.synced = end - 1
+    replay_live(live, ticks, me.clock.gaps_to(end), lo, end)
 
 
 class Touched(object):

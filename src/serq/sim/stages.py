@@ -18,7 +18,7 @@ from ..floatvec import vec
 from ..report.stats import TimeAverage, Welford, replay_pair
 from .events import OBJECTS, Event, push_event
 from .fifoq import FifoQueue, new_fifo
-from .recorded import Recorded
+from .recorded import Recorded, catch_up_together
 
 if TYPE_CHECKING:
     from .engine import Simulator
@@ -77,6 +77,8 @@ class Stage(Recorded):
         self.name = name
         self.member = member
         self.stats = StageStats(0.0)
+        self.averages = [self.stats.number, self.stats.util]
+        self.mates = []
         self.est = Estimator()
 
     def present(self) -> int:
@@ -104,7 +106,10 @@ class Stage(Recorded):
         ticks = self.clock.ticks
         k = len(ticks) - 1
         if self.synced < k - 1:
-            self.catch_up(ticks, k)
+            if self.mates and k - self.synced > self.clock.shared_min:  # (else too few to share)
+                catch_up_together(self, ticks, k)
+            else:
+                self.catch_up(ticks, k)
         self.synced = k
         st = self.stats
         a = st.number

@@ -11,12 +11,12 @@ between ticks worked out once, ``gaps_to``), at the end of the run or when
 just before the clock moves to a later instant, and at the end.
 """
 import sys
-from typing import Any, Final, List, cast
+from typing import Any, Dict, Final, List, cast
 
 from ..floatvec import append, vec
 from ..report.stats import TimeAverage
 from .clock import Clock
-from .recorded import Recorded, Touched, new_touched
+from .recorded import Recorded, Touched, catch_up_together, new_touched
 
 #: Event times kept for the time averages that add their pieces late
 #: (settle); past this many, every stage and pool catches up.
@@ -56,6 +56,46 @@ class GaugeTrace(object):
         self.values: List[Any] = []
 
 
+#: The fewest events a catch-up shares with its mates' for them to catch
+#: up with it (recorded.py ``catch_up_together``): a shorter stretch costs
+#: more to gather than the one pass saves.  (Read as a run starts:
+#: tests/test_sim_ticks.py sets it to 1.)
+SHARED_MIN = 128
+
+#: The most stages and pools that catch up together: past it, one that
+#: changes at every event would drag many that do not along each time.
+MATES_MAX: Final = 8
+
+
+def mate_groups(catchers: List[Recorded], links: List[List[Recorded]]) -> List[List[Recorded]]:
+    """The groups ``links`` join (two links with a member in common are one
+    group), each in the order of ``catchers``, leaving out those of one
+    member and those of more than ``MATES_MAX``."""
+    group_of: Dict[int, int] = {}  # id of a catcher -> its group's number
+    groups: Dict[int, List[Recorded]] = {}
+    n = 0
+    for link in links:
+        g: List[Recorded] = []
+        for r in link:
+            k = group_of.get(id(r), -1)
+            if k >= 0:
+                for m in groups.pop(k, []):  # (merged into the new group)
+                    if m not in g:
+                        g.append(m)
+            elif r not in g:
+                g.append(r)
+        for m in g:
+            group_of[id(m)] = n
+        groups[n] = g
+        n += 1
+    order = {id(r): i for i, r in enumerate(catchers)}
+    out: List[List[Recorded]] = []
+    for g in groups.values():
+        if 1 < len(g) <= MATES_MAX:
+            out.append(sorted(g, key=lambda r: order[id(r)]))
+    return out
+
+
 class TimeAverages(Clock):
 
     def init_averages(self) -> None:
@@ -69,6 +109,7 @@ class TimeAverages(Clock):
         # (read here once: a typed attribute where the settle reads it;
         # tests/test_sim_ticks.py sets TICKS_KEPT lower before a run)
         self.ticks_kept: int = TICKS_KEPT
+        self.shared_min: int = SHARED_MIN
         self.catchers: List[Recorded] = []
         self.recorders: List[Recorded] = []  # (those that record at every event)
         self.gauges: List[GaugeTrace] = []  # (the program's, set by the simulator)
@@ -78,13 +119,19 @@ class TimeAverages(Clock):
         # on interpreted CPython; PyPy records every one at every event)
         self.touched: Touched = cast(Touched, UNTRACKED) if RECORD_ALL else new_touched()
 
-    def start_recording(self):
+    def start_recording(self, links):
         """At the start of the run: who catches up, and who records at
-        every event."""
+        every event.  Stages and pools that change together (``links``:
+        a step stage, its memory, the pools admitted via it) catch up
+        together (recorded.py ``catch_up_together``)."""
         self.catchers = list(self.stages) + list(self.pools)
         r: Recorded
         for r in self.catchers:
             r.clock = self
+            r.mates = []
+        for g in mate_groups(self.catchers, links):
+            for r in g:
+                r.mates = g
         # Every stage and pool records when touched (see settle), a shared
         # stage too (its flows touch it: stages.py ``Flows``); on PyPy every
         # one records at every event.
@@ -122,7 +169,10 @@ class TimeAverages(Clock):
         end = len(ticks)
         r: Recorded
         for r in self.catchers:
-            r.catch_up(ticks, end)
+            if r.mates:
+                catch_up_together(r, ticks, end)  # (the others may then have none left)
+            else:
+                r.catch_up(ticks, end)
 
     def read_gauges(self) -> None:
         now = self.now
