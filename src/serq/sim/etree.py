@@ -256,6 +256,7 @@ class Member(object):
                  pick: Callable[[float], int]) -> None:
         self.base = base
         self.count = count
+        self.limit = float(count)  # (compared with a float: no conversion per read)
         self.index = index
         self.pick = pick
 
@@ -264,8 +265,10 @@ class Member(object):
         if index is None:
             return self.base
         v = index.ev(x)
-        if v >= 0.0 and v < self.count and v == float(int(v)):
-            return self.base + int(v)
+        if v >= 0.0 and v < self.limit:
+            i = int(v)
+            if float(i) == v:
+                return self.base + i
         return self.pick(v)
 
 
@@ -493,14 +496,16 @@ def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot
     f = trees[0]
     best_j = 0.0
     bv = 0.0
+    fj = 0.0  # (j as a float, counted: exact, and no conversion per member)
     for j in range(n):
-        a[slot] = float(j)
+        a[slot] = fj
         v = f.ev(x)
         if j == 0:
             bv = v
         elif total_less(v, bv):
             bv = v
-            best_j = float(j)
+            best_j = fj
+        fj += 1.0
     return best_j
 
 
