@@ -15,6 +15,7 @@ tuple, so that run-time errors (``sim.error(s, op[-1], ...)``) and the
 post-mortem (postmortem.py, which reads the frames' ``s`` and ``op``) name
 the statement as the interpreter does.
 """
+import functools
 import math
 
 from ..ir import nodes as ir
@@ -80,6 +81,14 @@ _POOL_READS = {
 }
 
 
+@functools.lru_cache(maxsize=1024)
+def _expression_code(src):
+    """The code of an expression's source: the members of an array (the
+    replicas) write the same source, compiled once; each ``exec`` of it
+    makes a new function over its own globals."""
+    return compile(src, "<serq expression>", "exec")
+
+
 class ExprWriter(object):
     """Writes expressions as Python source over a context ``s`` (a session,
     or a stage's context object) whose attributes are ``a``."""
@@ -96,7 +105,7 @@ class ExprWriter(object):
         closure ``Compiler.expr`` would build, without a call per node."""
         body = self.expr(e)
         src = "def _e(s):\n    a = s.a\n    return %s\n" % body
-        exec(compile(src, "<serq expression>", "exec"), self.env)
+        exec(_expression_code(src), self.env)
         return self.env["_e"]
 
     # ------------------------------------------------------------ helpers
