@@ -131,3 +131,17 @@ def test_extra_sources_live():
         for seed in (1, 3):
             text = pyserq.run(pyserq.compile(source=src, seed=seed)).json()
             assert report_json(from_pyserq_json(text)) == text, name
+
+
+def test_strings_escape_as_json_does():
+    """A string with nothing to escape is written as it is (the fast path);
+    one with a quote, a backslash or a control character is escaped as
+    serde_json and Python's json do (with non-ASCII kept)."""
+    import json
+    import random
+    from serq.report.jsonfmt import _str
+    g = random.Random(5)
+    alphabet = ['a', 'Z', ' ', '"', '\\', '\n', '\t', '\x00', '\x1f', '\x7f', 'é', '[', '/']
+    for _ in range(2000):
+        s = "".join(g.choice(alphabet) for _ in range(g.randrange(0, 8)))
+        assert _str(s) == json.dumps(s, ensure_ascii=False), repr(s)

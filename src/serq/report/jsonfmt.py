@@ -15,6 +15,7 @@ Numbers (checked byte for byte against pyserq):
 * no spaces; keys in the order of :mod:`serq.report.model`.
 """
 import math
+import re
 from typing import List
 
 from .model import Report
@@ -67,7 +68,13 @@ def _tie_away(x: float, digits: str, point: int):
     return up.rstrip("0"), point
 
 
+#: What a JSON string escapes: a quote, a backslash, a control character.
+_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
 def _str(s: str) -> str:
+    if _ESCAPED.search(s) is None:  # (a name, a key: nothing to escape)
+        return '"' + s + '"'
     out = ['"']
     for ch in s:
         if ch == '"':
