@@ -431,20 +431,41 @@ class Program:
     warnings: list = field(default_factory=list)
 
 
+#: type -> the fields ``walk`` follows from a node of it; a list or a
+#: tuple is ``_ITEMS``, anything else (a number, a string) ``_LEAF``
+_FOLLOWED: dict = {}
+_ITEMS = ("items",)
+_LEAF = ("leaf",)
+
+
+def _followed(t):
+    if issubclass(t, (list, tuple)):
+        return _ITEMS
+    fields = getattr(t, "__dataclass_fields__", None)
+    if fields is None:
+        return _LEAF
+    if t is Program:
+        return tuple(f for f in fields if f not in ("spans", "source"))
+    return tuple(fields)
+
+
 def walk(node):
     """Every IR node reachable from ``node`` (a program, a block, an
     expression...), each once, in no particular order."""
     seen = set()
     todo = [node]
+    followed = _FOLLOWED
     while todo:
         x = todo.pop()
-        if isinstance(x, (list, tuple)):
+        t = type(x)
+        try:
+            fields = followed[t]
+        except KeyError:
+            fields = followed[t] = _followed(t)
+        if fields is _ITEMS:
             todo.extend(x)
-        elif hasattr(x, "__dataclass_fields__") and id(x) not in seen:
+        elif fields is not _LEAF and id(x) not in seen:
             seen.add(id(x))
             yield x
-            if type(x) is not Program:
-                todo.extend(getattr(x, f) for f in x.__dataclass_fields__)
-            else:
-                todo.extend(getattr(x, f) for f in x.__dataclass_fields__
-                            if f not in ("spans", "source"))
+            for f in fields:
+                todo.append(getattr(x, f))
