@@ -112,10 +112,11 @@ def _bits(v):
     return struct.pack("<d", v) if v == v else "nan"
 
 
-def _trees(sim, keys):
+def _trees(sim, keys, chosen=-1):
     """The keys' trees (``build_keys`` without its test of the core: the
-    trees are checked interpreted too)."""
-    k = etree.Keys(sim.pools, sim.stages, sim.compiler)
+    trees are checked interpreted too); ``chosen``: the slot of the choose's
+    variable, which a member's index reads as an integer."""
+    k = etree.Keys(sim.pools, sim.stages, sim.compiler, chosen)
     trees = [etree._tree(e, sim, sim.compiler, k) for e in keys]
     return None if any(t is None for t in trees) else trees
 
@@ -143,10 +144,12 @@ def test_the_native_choice_picks_the_interpreted_choice(sim):
     c = sim.compiler
     for _ in range(400):
         keys = [_key(g, g.randrange(0, 3)) for _ in range(g.choice([1, 1, 2]))]
-        trees = _trees(sim, keys)
+        # (members indexed by the loop's variable, slot 0, read it as an
+        # integer; past the array's end, the same error)
+        trees = _trees(sim, keys, chosen=0)
         fns = [c.fast(e) for e in keys]
         _shuffle_state(g, sim)
-        n = g.randrange(0, 5)
+        n = g.randrange(0, 7)
         rest = [g.choice(SPECIAL) for _ in range(SLOTS - 1)]
         a1, a2 = [0.0] + rest, [0.0] + rest
         s = _Session(a1)

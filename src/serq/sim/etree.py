@@ -253,14 +253,22 @@ class Member(object):
     run-time error the generated source raises."""
 
     def __init__(self, base: int, count: int, index: Optional[Node],
-                 pick: Callable[[float], int]) -> None:
+                 pick: Callable[[float], int], chosen: bool = False) -> None:
         self.base = base
         self.count = count
         self.limit = float(count)  # (compared with a float: no conversion per read)
         self.index = index
         self.pick = pick
+        # the index is the variable of the ``choose`` whose key this is:
+        # ``x.chosen`` holds its value as an integer (choose_least)
+        self.chosen = chosen
 
     def of(self, x: StepContext) -> int:
+        if self.chosen:
+            j = x.chosen
+            if j < self.count:
+                return self.base + j
+            return self.pick(float(j))
         index = self.index
         if index is None:
             return self.base
@@ -414,10 +422,12 @@ class Keys(object):
     """What a ``choose`` key's tree reads beside the attributes: the
     simulator's pools and stages, and the compiler for members' indices."""
 
-    def __init__(self, pools: List[Pool], stages: List[Stage], compiler: Any) -> None:
+    def __init__(self, pools: List[Pool], stages: List[Stage], compiler: Any,
+                 chosen: int = -1) -> None:
         self.pools = pools
         self.stages = stages
         self.compiler = compiler
+        self.chosen = chosen  # (the slot of the choose's variable; -1: none)
 
 
 def build(e: Any, sim: "Clock", compiler: Any) -> Optional[Node]:
@@ -430,12 +440,13 @@ def build(e: Any, sim: "Clock", compiler: Any) -> Optional[Node]:
 
 
 def build_keys(keys: List[Any], sim: "Clock", compiler: Any, pools: List[Pool],
-               stages: List[Stage]) -> Optional[List[Node]]:
+               stages: List[Stage], chosen: int = -1) -> Optional[List[Node]]:
     """The trees of a ``choose``'s keys, or None where one has a node no
-    tree says (or the core is interpreted)."""
+    tree says (or the core is interpreted).  ``chosen`` is the slot of the
+    choose's variable: a member it indexes reads it as an integer."""
     if not NATIVE_CORE:
         return None
-    k = Keys(pools, stages, compiler)
+    k = Keys(pools, stages, compiler, chosen)
     out: List[Node] = []
     for e in keys:
         t = _tree(e, sim, compiler, k)
@@ -488,6 +499,7 @@ def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot
         j: int
         for j in range(n):
             a[slot] = float(j)
+            x.chosen = j
             key = [t.ev(x) for t in trees]
             if j == 0 or keys_less(key, best):
                 best = key
@@ -499,6 +511,7 @@ def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot
     fj = 0.0  # (j as a float, counted: exact, and no conversion per member)
     for j in range(n):
         a[slot] = fj
+        x.chosen = j
         v = f.ev(x)
         if j == 0:
             bv = v
@@ -512,6 +525,8 @@ def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot
 def _member(r: Any, sim: "Clock", c: Any, keys: "Keys") -> Optional[Member]:
     if r.index is None:
         return Member(r.base, r.count, None, c.index_of(r))
+    if type(r.index) is ir.Attr and r.index.slot == keys.chosen:
+        return Member(r.base, r.count, None, c.index_of(r), True)
     index = _tree(r.index, sim, c, keys)
     return None if index is None else Member(r.base, r.count, index, c.index_of(r))
 

@@ -138,7 +138,8 @@ class Interpreter(HoldOps):
         if t is ir.Choose:
             # (the keys are read for every member at every choice)
             # (and where the core is compiled, as typed trees: etree.py)
-            trees = etree.build_keys(st.key, self.sim, c, self.sim.pools, self.sim.stages)
+            trees = etree.build_keys(st.key, self.sim, c, self.sim.pools, self.sim.stages,
+                                     st.var)
             ctx = None if trees is None else StepContext(None)
             return (CHOOSE, st.var, c.expr(st.count), [c.fast(k) for k in st.key], trees, ctx,
                     loc)

@@ -124,11 +124,12 @@ class StepContext(object):
     """What budget, chunk, cost, serve keys and iteration bodies read."""
     __slots__ = ("a", "rng", "nres", "ndec", "kvb", "kvp", "ntok", "npre", "attn",
                  "decoding", "admission", "remaining", "admitted", "preempted", "demand",
-                 "served", "arrived", "session")
+                 "served", "arrived", "session", "chosen")
 
     def __init__(self, rng: Any) -> None:
         self.a: Any = None
         self.rng: Any = rng
+        self.chosen = 0  # (a choose's member, as etree.choose_least reads its keys)
         self.session: Any = None
         self.nres = 0.0
         self.ndec = 0.0
