@@ -35,18 +35,22 @@ from .timeavg import GaugeTrace
 _heappush = heapq.heappush
 
 
-def aggregated_observations(prog):
-    """Indices of the observations some ``AggRef`` reads."""
-    return {x.obs for x in ir.walk(prog) if type(x) is ir.AggRef}
-
-
 ESTIMATES = ("EstLambda", "EstRho", "EstWait", "Price")
 
 
-def reads_estimates(prog):
-    """Whether an expression of the program reads a stage's online
+def program_facts(prog):
+    """In one walk of the program: the indices of the observations some
+    ``AggRef`` reads, and whether an expression reads a stage's online
     estimates (``est_lambda est_rho est_wait price``)."""
-    return any(type(x) is ir.Call and x.fun in ESTIMATES for x in ir.walk(prog))
+    agg = set()
+    estimates = False
+    for x in ir.walk(prog):
+        t = type(x)
+        if t is ir.AggRef:
+            agg.add(x.obs)
+        elif t is ir.Call and x.fun in ESTIMATES:
+            estimates = True
+    return agg, estimates
 
 
 class NoSession(object):
@@ -178,7 +182,8 @@ class Simulator(Settle):
             if st.memory is not None:
                 self.memory_of.setdefault(st.memory, []).append(st)
         self.observations: List[Any]
-        agg = aggregated_observations(prog)  # (every value is kept only for these)
+        # (every value is kept only for the observations ``agg`` names)
+        agg, self.reads_estimates = program_facts(prog)
         if no_samples:  # `serq run --no-samples`: running statistics only
             self.observations = [RunningObservation(n, i in agg)
                                  for i, n in enumerate(prog.observes)]
@@ -539,7 +544,7 @@ class Simulator(Settle):
                         break
         self.start_recording(self.catch_up_links())
         prepare_fold(self)
-        self.estimates = reads_estimates(prog)  # else no stage keeps its estimator
+        self.estimates = self.reads_estimates  # else no stage keeps its estimator
         if self.partial is None:
             # (a start cut short is not settled: the report is of t = 0)
             self.settle()
