@@ -369,12 +369,21 @@ def replay_nine(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
 def replay_all(averages: List["TimeAverage"], ticks: vec[float], gaps: vec[float],
                lo: int, end: int) -> None:
     """``replay_pieces`` of every average of ``averages`` whose value is not
-    0 (``replay_live``)."""
+    0 (``replay_live``; three or fewer without that call more, the most
+    common case)."""
     live: List[TimeAverage] = []
     for a in averages:
         if a.value != 0.0:
             live.append(a)
-    replay_live(live, ticks, gaps, lo, end)
+    n = len(live)
+    if n > 3:
+        replay_live(live, ticks, gaps, lo, end)
+    elif n == 3:
+        replay_triple(live[0], live[1], live[2], ticks, gaps, lo, end)
+    elif n == 2:
+        replay_pair(live[0], live[1], ticks, gaps, lo, end)
+    elif n == 1:
+        replay_pieces(live[0], ticks, gaps, lo, end)
 
 
 def replay_live(live: List["TimeAverage"], ticks: vec[float], gaps: vec[float],
