@@ -1,7 +1,6 @@
-"""A time average's late pieces two, three, six or nine at a time
+"""A time average's late pieces two, three or nine at a time
 (report/stats.py ``replay_pair``, ``replay_triple``, ``replay_all`` with
-``replay_six`` and ``replay_nine``) give the bits of one pass per
-average."""
+``replay_nine``) give the bits of one pass per average."""
 import random
 import struct
 

@@ -262,56 +262,14 @@ def replay_triple(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
     c.last = t
 
 
-def replay_six(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
-               d: "TimeAverage", e: "TimeAverage", f: "TimeAverage",
-               ticks: vec[float], gaps: vec[float], lo: int, end: int) -> None:
-    """``replay_triple`` of six averages whose values are not 0 in one pass:
-    six sums that do not wait on each other, so a processor adds them side
-    by side (each average's additions its own, in its own order)."""
-    va = a.value
-    vb = b.value
-    vc = c.value
-    vd = d.value
-    ve = e.value
-    vf = f.value
-    t = ticks[lo]
-    area_a = a.area + va * (t - a.last)
-    area_b = b.area + vb * (t - b.last)
-    area_c = c.area + vc * (t - c.last)
-    area_d = d.area + vd * (t - d.last)
-    area_e = e.area + ve * (t - e.last)
-    area_f = f.area + vf * (t - f.last)
-    k: "i64" = lo + 1
-    stop: "i64" = end
-    while k < stop:
-        g = gaps[k]
-        area_a += va * g
-        area_b += vb * g
-        area_c += vc * g
-        area_d += vd * g
-        area_e += ve * g
-        area_f += vf * g
-        k += 1
-    a.area = area_a
-    b.area = area_b
-    c.area = area_c
-    d.area = area_d
-    e.area = area_e
-    f.area = area_f
-    t = ticks[end - 1]
-    a.last = t
-    b.last = t
-    c.last = t
-    d.last = t
-    e.last = t
-    f.last = t
-
-
 def replay_nine(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
                 d: "TimeAverage", e: "TimeAverage", f: "TimeAverage",
                 g: "TimeAverage", h: "TimeAverage", i: "TimeAverage",
                 ticks: vec[float], gaps: vec[float], lo: int, end: int) -> None:
-    """``replay_six`` of nine averages whose values are not 0."""
+    """``replay_triple`` of nine averages whose values are not 0 in one
+    pass: nine sums that do not wait on each other, so a processor adds
+    them side by side (each average's additions its own, in its own
+    order)."""
     va = a.value
     vb = b.value
     vc = c.value
@@ -389,28 +347,19 @@ def replay_all(averages: List["TimeAverage"], ticks: vec[float], gaps: vec[float
 def replay_live(live: List["TimeAverage"], ticks: vec[float], gaps: vec[float],
                 lo: int, end: int) -> None:
     """``replay_pieces`` of every average of ``live`` (none of value 0): as
-    many in one pass as there are, up to nine (``replay_nine``,
-    ``replay_six``, the places left over taken by spares), then three
-    (``replay_triple``), two (``replay_pair``) or one.  ``live`` may gain
-    spares at its end."""
+    many in one pass as there are, up to nine (``replay_nine``, the places
+    left over taken by spares), then three (``replay_triple``), two
+    (``replay_pair``) or one.  ``live`` may gain spares at its end."""
     n = len(live)
     i = 0
     while n - i >= 4:
-        if n - i > 6:
-            while n - i < 9:
-                live.append(_SPARE)
-                n += 1
-            replay_nine(live[i], live[i + 1], live[i + 2], live[i + 3], live[i + 4],
-                        live[i + 5], live[i + 6], live[i + 7], live[i + 8],
-                        ticks, gaps, lo, end)
-            i += 9
-            continue
-        while n - i < 6:
+        while n - i < 9:
             live.append(_SPARE)
             n += 1
-        replay_six(live[i], live[i + 1], live[i + 2], live[i + 3], live[i + 4],
-                   live[i + 5], ticks, gaps, lo, end)
-        i += 6
+        replay_nine(live[i], live[i + 1], live[i + 2], live[i + 3], live[i + 4],
+                    live[i + 5], live[i + 6], live[i + 7], live[i + 8],
+                    ticks, gaps, lo, end)
+        i += 9
     if i + 2 < n:
         replay_triple(live[i], live[i + 1], live[i + 2], ticks, gaps, lo, end)
     elif i + 1 < n:
