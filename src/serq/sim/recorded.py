@@ -46,6 +46,14 @@ class Recorded(object):
         """The pieces left for later, through ``ticks[end - 1]``."""
         raise NotImplementedError
 
+    def catch_up_to(self, ticks: vec[float], end: int) -> None:
+        """``catch_up``, with its mates where it has some and the stretch is
+        long enough to share (``catch_up_together``)."""
+        if self.mates and end - self.synced > self.clock.shared_min:
+            catch_up_together(self, ticks, end)
+        else:
+            self.catch_up(ticks, end)
+
 
 def catch_up_together(me: Recorded, ticks: vec[float], end: int) -> None:
     """``me.catch_up(ticks, end)``, and its mates' too where they share at

@@ -106,7 +106,8 @@ class Stage(Recorded):
         ticks = self.clock.ticks
         k = len(ticks) - 1
         if self.synced < k - 1:
-            if self.mates and k - self.synced > self.clock.shared_min:  # (else too few to share)
+            # (catch_up_to, written out: a call less per catch-up interpreted)
+            if self.mates and k - self.synced > self.clock.shared_min:
                 catch_up_together(self, ticks, k)
             else:
                 self.catch_up(ticks, k)

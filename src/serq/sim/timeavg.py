@@ -16,7 +16,7 @@ from typing import Any, Dict, Final, List, cast
 from ..floatvec import append, vec
 from ..report.stats import TimeAverage
 from .clock import Clock
-from .recorded import Recorded, Touched, catch_up_together, new_touched
+from .recorded import Recorded, Touched, new_touched
 
 #: Event times kept for the time averages that add their pieces late
 #: (settle); past this many, every stage and pool catches up.
@@ -67,10 +67,10 @@ SHARED_MIN = 128
 MATES_MAX: Final = 8
 
 
-def mate_groups(catchers: List[Recorded], links: List[List[Recorded]]) -> List[List[Recorded]]:
+def mate_groups(links: List[List[Recorded]]) -> List[List[Recorded]]:
     """The groups ``links`` join (two links with a member in common are one
-    group), each in the order of ``catchers``, leaving out those of one
-    member and those of more than ``MATES_MAX``."""
+    group), leaving out those of one member and those of more than
+    ``MATES_MAX``."""
     group_of: Dict[int, int] = {}  # id of a catcher -> its group's number
     groups: Dict[int, List[Recorded]] = {}
     n = 0
@@ -88,12 +88,7 @@ def mate_groups(catchers: List[Recorded], links: List[List[Recorded]]) -> List[L
             group_of[id(m)] = n
         groups[n] = g
         n += 1
-    order = {id(r): i for i, r in enumerate(catchers)}
-    out: List[List[Recorded]] = []
-    for g in groups.values():
-        if 1 < len(g) <= MATES_MAX:
-            out.append(sorted(g, key=lambda r: order[id(r)]))
-    return out
+    return [g for g in groups.values() if 1 < len(g) <= MATES_MAX]
 
 
 class TimeAverages(Clock):
@@ -129,7 +124,7 @@ class TimeAverages(Clock):
         for r in self.catchers:
             r.clock = self
             r.mates = []
-        for g in mate_groups(self.catchers, links):
+        for g in mate_groups(links):
             for r in g:
                 r.mates = g
         # Every stage and pool records when touched (see settle), a shared
@@ -169,10 +164,7 @@ class TimeAverages(Clock):
         end = len(ticks)
         r: Recorded
         for r in self.catchers:
-            if r.mates:
-                catch_up_together(r, ticks, end)  # (the others may then have none left)
-            else:
-                r.catch_up(ticks, end)
+            r.catch_up_to(ticks, end)  # (its mates may then have none left)
 
     def read_gauges(self) -> None:
         now = self.now
