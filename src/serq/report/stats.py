@@ -262,33 +262,22 @@ def replay_triple(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
     c.last = t
 
 
-def replay_nine(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
-                d: "TimeAverage", e: "TimeAverage", f: "TimeAverage",
-                g: "TimeAverage", h: "TimeAverage", i: "TimeAverage",
-                ticks: vec[float], gaps: vec[float], lo: int, end: int) -> None:
-    """``replay_triple`` of nine averages whose values are not 0 in one
-    pass: nine sums that do not wait on each other, so a processor adds
+def replay_four(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
+                d: "TimeAverage", ticks: vec[float], gaps: vec[float], lo: int,
+                end: int) -> None:
+    """``replay_triple`` of four averages whose values are not 0 in one
+    pass: four sums that do not wait on each other, so a processor adds
     them side by side (each average's additions its own, in its own
     order)."""
     va = a.value
     vb = b.value
     vc = c.value
     vd = d.value
-    ve = e.value
-    vf = f.value
-    vg = g.value
-    vh = h.value
-    vi = i.value
     t = ticks[lo]
     area_a = a.area + va * (t - a.last)
     area_b = b.area + vb * (t - b.last)
     area_c = c.area + vc * (t - c.last)
     area_d = d.area + vd * (t - d.last)
-    area_e = e.area + ve * (t - e.last)
-    area_f = f.area + vf * (t - f.last)
-    area_g = g.area + vg * (t - g.last)
-    area_h = h.area + vh * (t - h.last)
-    area_i = i.area + vi * (t - i.last)
     k: "i64" = lo + 1
     stop: "i64" = end
     while k < stop:
@@ -297,38 +286,23 @@ def replay_nine(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
         area_b += vb * gap
         area_c += vc * gap
         area_d += vd * gap
-        area_e += ve * gap
-        area_f += vf * gap
-        area_g += vg * gap
-        area_h += vh * gap
-        area_i += vi * gap
         k += 1
     a.area = area_a
     b.area = area_b
     c.area = area_c
     d.area = area_d
-    e.area = area_e
-    f.area = area_f
-    g.area = area_g
-    h.area = area_h
-    i.area = area_i
     t = ticks[end - 1]
     a.last = t
     b.last = t
     c.last = t
     d.last = t
-    e.last = t
-    f.last = t
-    g.last = t
-    h.last = t
-    i.last = t
 
 
 def replay_all(averages: List["TimeAverage"], ticks: vec[float], gaps: vec[float],
                lo: int, end: int) -> None:
     """``replay_pieces`` of every average of ``averages`` whose value is not
     0 (``replay_live``; three or fewer without that call more, the most
-    common case)."""
+    common case; of two twins, one is replayed and the other copies it)."""
     live: List[TimeAverage] = []
     for a in averages:
         if a.value != 0.0:
@@ -339,33 +313,85 @@ def replay_all(averages: List["TimeAverage"], ticks: vec[float], gaps: vec[float
     elif n == 3:
         replay_triple(live[0], live[1], live[2], ticks, gaps, lo, end)
     elif n == 2:
-        replay_pair(live[0], live[1], ticks, gaps, lo, end)
+        a = live[0]
+        b = live[1]
+        if twins(a, b):  # (a pool's used and holders, one unit each)
+            replay_pieces(a, ticks, gaps, lo, end)
+            b.area = a.area
+            b.last = a.last
+        else:
+            replay_pair(a, b, ticks, gaps, lo, end)
     elif n == 1:
         replay_pieces(live[0], ticks, gaps, lo, end)
 
 
 def replay_live(live: List["TimeAverage"], ticks: vec[float], gaps: vec[float],
                 lo: int, end: int) -> None:
-    """``replay_pieces`` of every average of ``live`` (none of value 0): as
-    many in one pass as there are, up to nine (``replay_nine``, the places
-    left over taken by spares), then three (``replay_triple``), two
-    (``replay_pair``) or one.  ``live`` may gain spares at its end."""
+    """``replay_pieces`` of every average of ``live`` (none of value 0): four
+    in one pass (``replay_four``) while four are left, then three
+    (``replay_triple``), two (``replay_pair``) or one."""
     n = len(live)
     i = 0
     while n - i >= 4:
-        while n - i < 9:
-            live.append(_SPARE)
-            n += 1
-        replay_nine(live[i], live[i + 1], live[i + 2], live[i + 3], live[i + 4],
-                    live[i + 5], live[i + 6], live[i + 7], live[i + 8],
-                    ticks, gaps, lo, end)
-        i += 9
+        replay_four(live[i], live[i + 1], live[i + 2], live[i + 3], ticks, gaps, lo, end)
+        i += 4
     if i + 2 < n:
         replay_triple(live[i], live[i + 1], live[i + 2], ticks, gaps, lo, end)
     elif i + 1 < n:
         replay_pair(live[i], live[i + 1], ticks, gaps, lo, end)
     elif i < n:
         replay_pieces(live[i], ticks, gaps, lo, end)
+
+
+def replay_distinct(averages: List["TimeAverage"], ticks: vec[float],
+                    gaps: vec[float], lo: int, end: int) -> None:
+    """``replay_all`` of ``averages``, where averages that agree in value,
+    area and last piece come out the same (a pool's used and holders where
+    each holder holds one unit, a step stage's number and the holders of
+    its slots): the first of them is replayed (``replay_live``) and the
+    others take its area and last piece, the bits a pass of their own
+    would give."""
+    live: List[TimeAverage] = []
+    twins: List[TimeAverage] = []  # (twin, the one replayed), flat
+    a: TimeAverage
+    for a in averages:
+        if a.value != 0.0:
+            o = twin_of(live, a)
+            if o is None:
+                live.append(a)
+            else:
+                twins.append(a)
+                twins.append(o)
+    if live:
+        replay_live(live, ticks, gaps, lo, end)
+    k = 0
+    n = len(twins)
+    while k < n:
+        a = twins[k]
+        o = twins[k + 1]
+        a.area = o.area
+        a.last = o.last
+        k += 2
+
+
+def twin_of(live: List["TimeAverage"], a: "TimeAverage") -> Optional["TimeAverage"]:
+    """The first of ``live`` that is ``a``'s twin (``twins``), or ``None``."""
+    o: TimeAverage
+    for o in live:
+        if twins(o, a):
+            return o
+    return None
+
+
+def twins(a: "TimeAverage", b: "TimeAverage") -> bool:
+    """Whether ``a`` and ``b`` agree in value, area and last piece, bit for
+    bit (a 0 of either sign matches only its own sign): the same pieces
+    then give them the same bits."""
+    if a.value != b.value or a.area != b.area or a.last != b.last:
+        return False
+    if a.area == 0.0 and math.copysign(1.0, a.area) != math.copysign(1.0, b.area):
+        return False
+    return not (a.last == 0.0 and math.copysign(1.0, a.last) != math.copysign(1.0, b.last))
 
 
 class IntervalAverage(object):

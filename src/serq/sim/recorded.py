@@ -8,7 +8,7 @@ A module of its own, importing nothing of the simulator, so that the stages
 from typing import TYPE_CHECKING, Any, Final, List, cast
 
 from ..floatvec import COMPILED, vec
-from ..report.stats import TimeAverage, replay_live
+from ..report.stats import TimeAverage, replay_distinct
 
 if TYPE_CHECKING:
     from .timeavg import TimeAverages  # (a type only: nothing imported at run time)
@@ -59,7 +59,8 @@ def catch_up_together(me: Recorded, ticks: vec[float], end: int) -> None:
     """``me.catch_up(ticks, end)``, and its mates' too where they share at
     least ``shared_min`` of its events (timeavg.py ``SHARED_MIN``): each
     one alone up to the latest first piece among them, then all their time
-    averages in one pass (report/stats.py ``replay_live``), whose additions
+    averages in one pass (report/stats.py ``replay_distinct``; averages
+    that agree, such as a pool's used and holders, once), whose additions
     are each average's own, in its own order, as in a pass of its own.  The
     sums do not wait on each other, so a processor adds them side by side."""
     group = me.mates
@@ -72,18 +73,15 @@ def catch_up_together(me: Recorded, ticks: vec[float], end: int) -> None:
     if end - lo < me.clock.shared_min:
         me.catch_up(ticks, end)
         return
-    live: List[TimeAverage] = []
-    a: TimeAverage
+    pending: List[TimeAverage] = []
     for r in group:
         s = r.synced + 1
         if s < end:
             if s < lo:
                 r.catch_up(ticks, lo)
-            for a in r.averages:
-                if a.value != 0.0:
-                    live.append(a)
+            pending.extend(r.averages)
             r.synced = end - 1
-    replay_live(live, ticks, me.clock.gaps_to(end), lo, end)
+    replay_distinct(pending, ticks, me.clock.gaps_to(end), lo, end)
 
 
 class Touched(object):
