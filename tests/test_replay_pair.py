@@ -20,15 +20,21 @@ def _bits(a):
     return struct.pack("<ddd", a.value, a.area, a.last)
 
 
+def _stretch(g, t0):
+    """Event times in ``[t0, 100]``, their gaps, and a stretch ``lo:end``
+    of them (the core's vectors: librt's where it is compiled, lists
+    elsewhere)."""
+    times = sorted(g.uniform(t0, 100) for _ in range(g.randrange(2, 40)))
+    ticks = vec[float](times)
+    gaps = vec[float]([0.0] + [times[i] - times[i - 1] for i in range(1, len(times))])
+    lo = g.randrange(len(ticks) - 1)
+    return ticks, gaps, lo, g.randrange(lo + 1, len(ticks) + 1)
+
+
 def test_pairs_and_groups_give_the_bits_of_single_passes():
     g = random.Random(11)
     for _ in range(300):
-        times = sorted(g.uniform(1, 100) for _ in range(g.randrange(2, 40)))
-        # (the core's vectors: librt's where it is compiled, lists elsewhere)
-        ticks = vec[float](times)
-        gaps = vec[float]([0.0] + [times[i] - times[i - 1] for i in range(1, len(times))])
-        lo = g.randrange(len(ticks) - 1)
-        end = g.randrange(lo + 1, len(ticks) + 1)
+        ticks, gaps, lo, end = _stretch(g, 1)
         values = [g.choice([0.0, 1.0, 3.0, g.uniform(0, 50)]) for _ in range(g.randrange(2, 15))]
         seed = g.random()
         one = [_avg(random.Random(seed + i), v) for i, v in enumerate(values)]
@@ -60,11 +66,7 @@ def _next_up(x):
 def test_twins_replayed_once_give_the_bits_of_single_passes():
     g = random.Random(5)
     for _ in range(300):
-        times = sorted(g.uniform(0, 100) for _ in range(g.randrange(2, 40)))
-        ticks = vec[float](times)
-        gaps = vec[float]([0.0] + [times[i] - times[i - 1] for i in range(1, len(times))])
-        lo = g.randrange(len(ticks) - 1)
-        end = g.randrange(lo + 1, len(ticks) + 1)
+        ticks, gaps, lo, end = _stretch(g, 0)
         base = [_avg(g, g.choice([0.0, 1.0, 3.0, g.uniform(0, 50)])) for _ in range(g.randrange(1, 6))]
         group = []
         for a in base:

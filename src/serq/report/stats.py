@@ -352,7 +352,7 @@ def replay_distinct(averages: List["TimeAverage"], ticks: vec[float],
     others take its area and last piece, the bits a pass of their own
     would give."""
     live: List[TimeAverage] = []
-    twins: List[TimeAverage] = []  # (twin, the one replayed), flat
+    copies: List[TimeAverage] = []  # (twin, the one replayed), flat
     a: TimeAverage
     for a in averages:
         if a.value != 0.0:
@@ -360,15 +360,15 @@ def replay_distinct(averages: List["TimeAverage"], ticks: vec[float],
             if o is None:
                 live.append(a)
             else:
-                twins.append(a)
-                twins.append(o)
+                copies.append(a)
+                copies.append(o)
     if live:
         replay_live(live, ticks, gaps, lo, end)
     k = 0
-    n = len(twins)
+    n = len(copies)
     while k < n:
-        a = twins[k]
-        o = twins[k + 1]
+        a = copies[k]
+        o = copies[k + 1]
         a.area = o.area
         a.last = o.last
         k += 2
