@@ -161,6 +161,16 @@ def test_the_native_choice_picks_the_interpreted_choice(sim):
         got = _outcome(lambda: etree.choose_least(trees, StepContext(None), _Session(a2), a2,
                                                   0, n))
         assert got == want, (keys, n, got, want)
+        # the slot left unset while the keys are read, where no tree reads
+        # it other than as a member's index: the same choice
+        k = etree.Keys(sim.pools, sim.stages, c, 0)
+        for e in keys:
+            etree._tree(e, sim, c, k)
+        if not k.reads:
+            a3 = [-7.0] + rest
+            got = _outcome(lambda: etree.Chooser(trees, False).least(_Session(a3), a3, 0, n))
+            assert got == want, (keys, n, got, want)
+            assert a3[0] == -7.0
 
 
 @pytest.mark.parametrize("e", [

@@ -43,6 +43,10 @@ from .stages import Stage
 from .step_plan import StepContext
 
 if TYPE_CHECKING:
+    # (in annotations only: a machine integer where mypyc compiles this
+    # module, an int elsewhere)
+    from mypy_extensions import i64
+
     from .clock import Clock
 
 # The step context's fields a tree reads (``Field.k``), by context variable.
@@ -120,7 +124,7 @@ class Arith(Node):
     """A binary operation of ``_OPS``: the left side read first."""
 
     def __init__(self, op: int, a: Node, b: Node) -> None:
-        self.op = op
+        self.op: "i64" = op
         self.a = a
         self.b = b
 
@@ -287,10 +291,22 @@ class PoolRead(Node):
         self.q = q
         self.m = m
         self.pools = pools
+        # a member the choose's variable names, read here without a call
+        # of ``Member.of`` (a choose reads it for every member)
+        self.chosen = m.chosen
+        self.base: "i64" = m.base
+        self.count: "i64" = m.count
+        self.qi: "i64" = q
 
     def ev(self, x: StepContext) -> float:
-        p = self.pools[self.m.of(x)]
-        q = self.q
+        i: "i64"
+        j = x.chosen
+        if self.chosen and j < self.count:
+            i = self.base + j
+        else:
+            i = self.m.of(x)
+        p = self.pools[i]
+        q = self.qi
         if q == 0:
             return p.used
         if q == 1:
@@ -305,9 +321,18 @@ class StageRead(Node):
         self.q = q
         self.m = m
         self.stages = stages
+        self.chosen = m.chosen  # (as PoolRead's)
+        self.base: "i64" = m.base
+        self.count: "i64" = m.count
 
     def ev(self, x: StepContext) -> float:
-        st = self.stages[self.m.of(x)]
+        i: "i64"
+        j = x.chosen
+        if self.chosen and j < self.count:
+            i = self.base + j
+        else:
+            i = self.m.of(x)
+        st = self.stages[i]
         return float(st.present()) if self.q == 0 else st.busy()
 
 
@@ -428,6 +453,9 @@ class Keys(object):
         self.stages = stages
         self.compiler = compiler
         self.chosen = chosen  # (the slot of the choose's variable; -1: none)
+        # a tree read the attribute ``chosen`` (not as a member's index) or
+        # calls the simulator: Chooser.sets
+        self.reads = False
 
 
 def build(e: Any, sim: "Clock", compiler: Any) -> Optional[Node]:
@@ -440,7 +468,7 @@ def build(e: Any, sim: "Clock", compiler: Any) -> Optional[Node]:
 
 
 def build_keys(keys: List[Any], sim: "Clock", compiler: Any, pools: List[Pool],
-               stages: List[Stage], chosen: int = -1) -> Optional[List[Node]]:
+               stages: List[Stage], chosen: int = -1) -> "Optional[Chooser]":
     """The trees of a ``choose``'s keys, or None where one has a node no
     tree says (or the core is interpreted).  ``chosen`` is the slot of the
     choose's variable: a member it indexes reads it as an integer."""
@@ -453,7 +481,7 @@ def build_keys(keys: List[Any], sim: "Clock", compiler: Any, pools: List[Pool],
         if t is None:
             return None
         out.append(t)
-    return out
+    return Chooser(out, k.reads or chosen < 0)
 
 
 def build_session(e: Any, sim: Any, compiler: Any) -> Optional[SessionFn]:
@@ -484,21 +512,41 @@ def build_member(r: Any, sim: Any, compiler: Any) -> Optional[MemberFn]:
     return None if m is None else MemberFn(m)
 
 
+class Chooser(object):
+    """A ``choose``'s keys as trees (``build_keys``), read for every member
+    by ``choose_least``.  ``sets``: the session's attribute of the choose's
+    variable must hold each member while its keys are read, because a tree
+    reads that attribute (not as the index of a member: that is
+    ``x.chosen``) or calls the simulator with the session.  Where not, the
+    caller sets it once, to the choice: no tree can tell."""
+
+    def __init__(self, trees: List[Node], sets: bool) -> None:
+        self.trees = trees
+        self.sets = sets
+        self.x = StepContext(None)
+
+    def least(self, s: Any, a: List[float], slot: int, n: int) -> float:
+        return choose_least(self.trees, self.x, s, a, slot, n, self.sets)
+
+
 def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot: int,
-                 n: int) -> float:
+                 n: int, sets: bool = True) -> float:
     """The member ``j`` in ``0 .. n - 1`` (``a[slot]`` set to each as its
-    keys are read) of least keys, as session.Interpreter.choose finds it:
-    one key compared as floats in Rust's ``total_cmp`` order (NaN after
-    every number, -0 before +0), ties to the first; several as lists of
-    ``total_key``.  The queries read session ``s``."""
+    keys are read, where ``sets``) of least keys, as
+    session.Interpreter.choose finds it: one key compared as floats in
+    Rust's ``total_cmp`` order (NaN after every number, -0 before +0), ties
+    to the first; several as lists of ``total_key``.  The queries read
+    session ``s``."""
     x.a = a
     x.session = s
+    j: "i64"
+    stop: "i64" = n
     if len(trees) > 1:
         best: List[float] = []
         best_j = 0.0
-        j: int
-        for j in range(n):
-            a[slot] = float(j)
+        for j in range(stop):
+            if sets:
+                a[slot] = float(j)
             x.chosen = j
             key = [t.ev(x) for t in trees]
             if j == 0 or keys_less(key, best):
@@ -509,8 +557,9 @@ def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot
     best_j = 0.0
     bv = 0.0
     fj = 0.0  # (j as a float, counted: exact, and no conversion per member)
-    for j in range(n):
-        a[slot] = fj
+    for j in range(stop):
+        if sets:
+            a[slot] = fj
         x.chosen = j
         v = f.ev(x)
         if j == 0:
@@ -538,7 +587,11 @@ def _tree(e: Any, sim: "Clock", c: Any, keys: Optional[Keys]) -> Optional[Node]:
     if _pure(e):
         return Const(float(c.expr(e)(None)))
     if t is ir.Attr:
-        return None if keys is None else Attr(e.slot)
+        if keys is None:
+            return None
+        if e.slot == keys.chosen:
+            keys.reads = True
+        return Attr(e.slot)
     if t is ir.Ctx:
         if e.var == "Now":
             return Now(sim)
@@ -587,7 +640,9 @@ def _tree(e: Any, sim: "Clock", c: Any, keys: Optional[Keys]) -> Optional[Node]:
             if q is not None:
                 return StageRead(q, m, keys.stages)
             if e.fun == "BudgetLeft":
+                keys.reads = True
                 return BudgetLeft(m, keys.stages, sim)
+        keys.reads = True
         return Query(cast(Any, sim).query(e.fun), m)  # (Simulator.query)
     if t is ir.Call:
         args: List[Optional[Node]] = [

@@ -27,7 +27,7 @@ from .codegen import BlockWriter
 from .exprs import fmt
 from .holds import HoldOps, HoldRun
 from .pools import keys_less, total_less
-from .step_plan import INF, StepContext
+from .step_plan import INF
 
 WAIT: Final = 0
 AGAIN: Final = 1
@@ -138,11 +138,10 @@ class Interpreter(HoldOps):
         if t is ir.Choose:
             # (the keys are read for every member at every choice)
             # (and where the core is compiled, as typed trees: etree.py)
-            trees = etree.build_keys(st.key, self.sim, c, self.sim.pools, self.sim.stages,
-                                     st.var)
-            ctx = None if trees is None else StepContext(None)
-            return (CHOOSE, st.var, c.expr(st.count), [c.fast(k) for k in st.key], trees, ctx,
-                    loc)
+            chooser = etree.build_keys(st.key, self.sim, c, self.sim.pools, self.sim.stages,
+                                       st.var)
+            return (CHOOSE, st.var, c.expr(st.count), [c.fast(k) for k in st.key], chooser,
+                    None, loc)
         if t is ir.End:
             return (END, loc)
         if t is ir.Turn:
@@ -199,9 +198,9 @@ class Interpreter(HoldOps):
             raise self.sim.error(s, op[-1], "the count is %s, not a whole number" % fmt(n))
         slot, keys = op[1], op[3]
         a = s.a
-        trees = op[4]
-        if trees is not None:
-            a[slot] = etree.choose_least(trees, op[5], s, a, slot, int(n))
+        chooser = op[4]
+        if chooser is not None:
+            a[slot] = chooser.least(s, a, slot, int(n))
             return
         if len(keys) == 1:
             a[slot] = _choose_one(s, a, slot, keys[0], int(n))

@@ -9,6 +9,10 @@ from typing import TYPE_CHECKING, Any, Dict, Final, List, Optional, Set, Tuple
 from .pools import EPS
 
 if TYPE_CHECKING:
+    # (in annotations only: a machine integer where mypyc compiles this
+    # module, an int elsewhere)
+    from mypy_extensions import i64
+
     from .holds import HoldRun
     from .session import Session
     from .step import Step
@@ -129,7 +133,7 @@ class StepContext(object):
     def __init__(self, rng: Any) -> None:
         self.a: Any = None
         self.rng: Any = rng
-        self.chosen = 0  # (a choose's member, as etree.choose_least reads its keys)
+        self.chosen: "i64" = 0  # (a choose's member, as etree.choose_least reads its keys)
         self.session: Any = None
         self.nres = 0.0
         self.ndec = 0.0
