@@ -280,13 +280,25 @@ def replay_four(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
     area_d = d.area + vd * (t - d.last)
     k: "i64" = lo + 1
     stop: "i64" = end
-    while k < stop:
+    while k + 1 < stop:
+        # (two pieces a turn: each average's additions still in their order)
+        gap = gaps[k]
+        gap2 = gaps[k + 1]
+        area_a += va * gap
+        area_b += vb * gap
+        area_c += vc * gap
+        area_d += vd * gap
+        area_a += va * gap2
+        area_b += vb * gap2
+        area_c += vc * gap2
+        area_d += vd * gap2
+        k += 2
+    if k < stop:
         gap = gaps[k]
         area_a += va * gap
         area_b += vb * gap
         area_c += vc * gap
         area_d += vd * gap
-        k += 1
     a.area = area_a
     b.area = area_b
     c.area = area_c
