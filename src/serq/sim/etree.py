@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, Final, List, Optional, cast
 
 from ..ir import nodes as ir
 from .arith import fceil, fdiv, fexp, ffloor, fln, fmax, fmin, fpow, fsqrt
+from ..floatvec import vec
 from .codegen import NATIVE_CORE, _pure
 from .pools import Pool, keys_less, total_less
 from .stages import Stage
@@ -72,6 +73,23 @@ class Node(object):
     def ev(self, x: StepContext) -> float:
         raise NotImplementedError
 
+    def each(self, x: StepContext, n: "i64", out: vec[float]) -> None:
+        """``ev`` for the members ``0 .. n - 1`` of a choose (``x.chosen``
+        each in turn) into ``out[0 .. n - 1]``, where the tree reads them all
+        alike (``_alike``): its readings cannot fail nor change anything,
+        so reading one node for every member before the next gives the
+        same floats."""
+        j: "i64" = 0
+        while j < n:
+            x.chosen = j
+            out[j] = self.ev(x)
+            j += 1
+
+
+def room(v: vec[float], n: "i64") -> vec[float]:
+    """``v``, or a longer vector where it has fewer than ``n`` items."""
+    return v if len(v) >= n else vec[float]([0.0] * n)
+
 
 class Const(Node):
     def __init__(self, v: float) -> None:
@@ -79,6 +97,13 @@ class Const(Node):
 
     def ev(self, x: StepContext) -> float:
         return self.v
+
+    def each(self, x: StepContext, n: "i64", out: vec[float]) -> None:
+        v = self.v
+        j: "i64" = 0
+        while j < n:
+            out[j] = v
+            j += 1
 
 
 class Field(Node):
@@ -127,30 +152,51 @@ class Arith(Node):
         self.op: "i64" = op
         self.a = a
         self.b = b
+        self.right = vec[float]()  # (``each``'s readings of ``b``)
 
     def ev(self, x: StepContext) -> float:
         a = self.a.ev(x)
         b = self.b.ev(x)
+        return _arith(self.op, a, b)
+
+    def each(self, x: StepContext, n: "i64", out: vec[float]) -> None:
+        self.a.each(x, n, out)
+        right = room(self.right, n)
+        self.right = right
+        self.b.each(x, n, right)
         op = self.op
-        if op < 3:
-            if op == 0:
-                return a + b
-            return a - b if op == 1 else a * b
-        if op == 3:
-            return fdiv(a, b)
-        if op == 4:
-            return fpow(a, b)
-        if op < 8:
-            if op == 5:
-                return 1.0 if a < b else 0.0
-            if op == 6:
-                return 1.0 if a <= b else 0.0
-            return 1.0 if a > b else 0.0
-        if op == 8:
-            return 1.0 if a >= b else 0.0
-        if op == 9:
-            return 1.0 if a == b else 0.0
-        return 1.0 if a != b else 0.0
+        j: "i64" = 0
+        if op == 0:  # (a sum: a router's key)
+            while j < n:
+                out[j] = out[j] + right[j]
+                j += 1
+            return
+        while j < n:
+            out[j] = _arith(op, out[j], right[j])
+            j += 1
+
+
+def _arith(op: "i64", a: float, b: float) -> float:
+    """Operation ``op`` of ``_OPS`` (Arith)."""
+    if op < 3:
+        if op == 0:
+            return a + b
+        return a - b if op == 1 else a * b
+    if op == 3:
+        return fdiv(a, b)
+    if op == 4:
+        return fpow(a, b)
+    if op < 8:
+        if op == 5:
+            return 1.0 if a < b else 0.0
+        if op == 6:
+            return 1.0 if a <= b else 0.0
+        return 1.0 if a > b else 0.0
+    if op == 8:
+        return 1.0 if a >= b else 0.0
+    if op == 9:
+        return 1.0 if a == b else 0.0
+    return 1.0 if a != b else 0.0
 
 
 class And(Node):
@@ -305,13 +351,37 @@ class PoolRead(Node):
             i = self.base + j
         else:
             i = self.m.of(x)
-        p = self.pools[i]
+        return _pool_value(self.pools[i], self.qi)
+
+    def each(self, x: StepContext, n: "i64", out: vec[float]) -> None:
+        if not self.chosen:
+            super().each(x, n, out)
+            return
+        pools = self.pools
         q = self.qi
-        if q == 0:
-            return p.used
-        if q == 1:
-            return p.cap - p.used
-        return float(len(p.holders)) if q == 2 else float(len(p.queue))
+        base = self.base
+        j: "i64" = 0
+        if q == 2:  # (holders and queued, a router's: no call per member)
+            while j < n:
+                out[j] = float(len(pools[base + j].holders))
+                j += 1
+        elif q == 3:
+            while j < n:
+                out[j] = float(len(pools[base + j].queue))
+                j += 1
+        else:
+            while j < n:
+                out[j] = _pool_value(pools[base + j], q)
+                j += 1
+
+
+def _pool_value(p: Pool, q: "i64") -> float:
+    """Query ``q`` (``_POOL_QUERIES``) of pool ``p``."""
+    if q == 0:
+        return p.used
+    if q == 1:
+        return p.cap - p.used
+    return float(len(p.holders)) if q == 2 else float(len(p.queue))
 
 
 class StageRead(Node):
@@ -334,6 +404,19 @@ class StageRead(Node):
             i = self.m.of(x)
         st = self.stages[i]
         return float(st.present()) if self.q == 0 else st.busy()
+
+    def each(self, x: StepContext, n: "i64", out: vec[float]) -> None:
+        if not self.chosen:
+            super().each(x, n, out)
+            return
+        stages = self.stages
+        present = self.q == 0
+        base = self.base
+        j: "i64" = 0
+        while j < n:
+            st = stages[base + j]
+            out[j] = float(st.present()) if present else st.busy()
+            j += 1
 
 
 class Query(Node):
@@ -518,25 +601,35 @@ class Chooser(object):
     variable must hold each member while its keys are read, because a tree
     reads that attribute (not as the index of a member: that is
     ``x.chosen``) or calls the simulator with the session.  Where not, the
-    caller sets it once, to the choice: no tree can tell."""
+    caller sets it once, to the choice: no tree can tell.  ``alike``: up
+    to how many members the one key is read node by node (``_alike``);
+    -1: never."""
 
     def __init__(self, trees: List[Node], sets: bool) -> None:
         self.trees = trees
         self.sets = sets
         self.x = StepContext(None)
+        self.alike = _alike(trees[0]) if len(trees) == 1 and not sets else -1
+        self.values = vec[float]()  # (the key of each member, where read alike)
 
     def least(self, s: Any, a: List[float], slot: int, n: int) -> float:
-        return choose_least(self.trees, self.x, s, a, slot, n, self.sets)
+        if n <= self.alike:
+            self.values = room(self.values, n)
+        return choose_least(self.trees, self.x, s, a, slot, n, self.sets, self.alike,
+                            self.values)
 
 
 def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot: int,
-                 n: int, sets: bool = True) -> float:
+                 n: int, sets: bool = True, alike: int = -1,
+                 values: vec[float] = vec[float]()) -> float:
     """The member ``j`` in ``0 .. n - 1`` (``a[slot]`` set to each as its
     keys are read, where ``sets``) of least keys, as
     session.Interpreter.choose finds it: one key compared as floats in
     Rust's ``total_cmp`` order (NaN after every number, -0 before +0), ties
     to the first; several as lists of ``total_key``.  The queries read
-    session ``s``."""
+    session ``s``.  Where ``n`` is at most ``alike`` (Chooser), the key's
+    tree reads every member node by node (``Node.each``) into ``values``
+    (of ``n`` items at least)."""
     x.a = a
     x.session = s
     j: "i64"
@@ -557,18 +650,55 @@ def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot
     best_j = 0.0
     bv = 0.0
     fj = 0.0  # (j as a float, counted: exact, and no conversion per member)
+    batch = stop <= alike
+    if batch:
+        values = room(values, stop)
+        f.each(x, stop, values)
     for j in range(stop):
-        if sets:
-            a[slot] = fj
-        x.chosen = j
-        v = f.ev(x)
+        if batch:
+            v = values[j]
+        else:
+            if sets:
+                a[slot] = fj
+            x.chosen = j
+            v = f.ev(x)
         if j == 0:
             bv = v
-        elif total_less(v, bv):
+        elif v < bv or not v > bv and total_less(v, bv):  # (a larger one: no call)
             bv = v
             best_j = fj
         fj += 1.0
     return best_j
+
+
+#: ``_alike``'s bound where no member is the choose's: any number of members
+_ANY: Final = 1 << 62
+
+
+def _alike(t: Node) -> "i64":
+    """Up to how many members of a choose tree ``t`` can be read node by
+    node (``Node.each``), or -1: where it has only constants, the clock,
+    attributes other than the choose's variable, operations, and readings
+    of pools and stages that are fixed members or the chosen one (for no
+    more members than the array has: past its end the member-by-member
+    reading raises the error); nothing that can fail or change anything."""
+    tt = type(t)
+    if tt is Const or tt is Now or tt is Attr:
+        return _ANY
+    if tt is Arith or tt is And or tt is Or or tt is Math2:
+        ab = cast(Any, t)
+        return min(_alike(ab.a), _alike(ab.b))
+    if tt is Neg or tt is Not or tt is Math1:
+        return _alike(cast(Any, t).a)
+    if tt is Choice:
+        c = cast(Choice, t)
+        return min(_alike(c.test), _alike(c.then), _alike(c.other))
+    if tt is PoolRead or tt is StageRead:
+        m: Member = cast(Any, t).m
+        if m.chosen:
+            return m.count
+        return _ANY if m.index is None else -1
+    return -1
 
 
 def _member(r: Any, sim: "Clock", c: Any, keys: "Keys") -> Optional[Member]:
