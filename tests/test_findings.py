@@ -306,3 +306,34 @@ def test_sweep_over_a_deadlock_is_a_table(files, tmp_path):
     assert rows[0].startswith("cap,metric,mean")
     assert any(l.startswith("10,observe.done.count,0,") for l in rows)
     assert any(l.startswith("40,observe.done.count,5,") for l in rows)
+
+
+# Queues left at the end, their heads each over two pools (one asks pool
+# b for more than its cap), and in the second program queues ordered by
+# keys, which every pool's reading reads as before.
+MANY_QUEUES = """
+pool a[3] { cap 4;%s }
+pool b { cap 5; }
+stage d : delay;
+workload { arrive batch(12); }
+session {
+  set k = serial - 3 * floor(serial / 3);
+  hold a[k] (3), b (k + 4 + floor(now / 1000)) { run d (100); }
+  observe done = now;
+}
+run { horizon 5; }
+"""
+
+
+@pytest.mark.parametrize("queue, reads_all", [("", False), (" queue by (serial);", True)])
+def test_over_cap_reads_only_the_queues_asking_the_pool(queue, reads_all):
+    from serq.runner import simulate
+    sim = simulate(serq.compile(source=MANY_QUEUES % queue).ir)
+    waiting = [q for q in sim.pools if q.queue]
+    assert len(waiting) >= 2
+    asking = sim.asking(waiting)
+    assert (asking is None) == reads_all
+    found = [sim.over_cap(p, waiting) for p in sim.pools]
+    assert any(f is not None for f in found)
+    if asking is not None:
+        assert [sim.over_cap(p, asking.get(p, ())) for p in sim.pools] == found

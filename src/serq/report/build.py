@@ -131,6 +131,9 @@ def build_report(sim, extras: bool = True) -> Report:
         stages.append(row)
     pools = []
     waiting = [q for q in sim.pools if q.queue]  # (over_cap reads only these)
+    # (and of those, where no queue orders by keys, only the queues whose
+    # head asks the pool: not every queue for every pool)
+    asking = sim.asking(waiting) if waiting else None
     for p in sim.pools:
         s = p.stats
         pools.append(PoolRow(
@@ -139,7 +142,8 @@ def build_report(sim, extras: bool = True) -> Report:
             mean_holders=s.holders.mean(end), mean_wait=_mean(s.wait),
             admissions=s.admissions, evicted_entries=s.evicted_entries,
             evicted_units=s.evicted_units, preemptions=s.preemptions, spills=s.spills,
-            rejected=s.rejected, stuck=s.stuck, over_cap=sim.over_cap(p, waiting)))
+            rejected=s.rejected, stuck=s.stuck,
+            over_cap=sim.over_cap(p, waiting if asking is None else asking.get(p, ()))))
     report = Report(
         horizon=prog.horizon, end=end, warmup=prog.warmup, seed=prog.seed,
         events=sim.events, arrivals=sim.arrived, ended=sim.ended, turns=sim.turns,

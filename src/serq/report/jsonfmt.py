@@ -23,9 +23,13 @@ from .model import Report
 
 def format_float(x: float) -> str:
     """A float as pyserq writes it (``null`` for NaN and infinities)."""
-    if math.isnan(x) or math.isinf(x):
+    if not math.isfinite(x):
         return "null"
     r = repr(float(x))
+    if len(r) <= 16 and "e" not in r:
+        # (positional already, at most 15 digits: no tie to move, only a
+        # whole number's ".0" to drop; most of a report's numbers)
+        return r[:-2] if r.endswith(".0") else r
     sign = ""
     if r[0] == "-":
         sign, r = "-", r[1:]

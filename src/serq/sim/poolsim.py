@@ -718,3 +718,20 @@ class PoolSim(TimeAverages):
             if round_up(need, p.block) + p.watermark > p.cap:  # exact, as in 0.1.3
                 return (self.pool_label(q), need)  # the demand as the header reads it
         return None
+
+    def asking(self, waiting):
+        """For ``over_cap`` of every pool: each pool's queues of ``waiting``
+        (in their order) whose head may ask it, as a dict by pool.  A
+        queue's head is found without reading anything (``select``) unless
+        the queue orders by keys: such a queue is every pool's, as it was
+        read for each.  None where there is no such dict to make (a queue
+        ordered by keys: ``over_cap`` then reads them all)."""
+        out = {}
+        for q in waiting:
+            if q.queue_keys is not None and not q.queue[0].resumed:
+                return None
+            for p in q.queue[0].run.pools:
+                mine = out.setdefault(p, [])
+                if not mine or mine[-1] is not q:
+                    mine.append(q)
+        return out
