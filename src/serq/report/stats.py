@@ -280,7 +280,8 @@ def replay_four(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
     area_d = d.area + vd * (t - d.last)
     k: "i64" = lo + 1
     stop: "i64" = end
-    while k + 1 < stop:
+    last: "i64" = stop - 1
+    while k < last:
         # (two pieces a turn: each average's additions still in their order)
         gap = gaps[k]
         gap2 = gaps[k + 1]
