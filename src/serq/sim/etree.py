@@ -24,7 +24,13 @@ member's index read first, as the generated source does: the plain
 readings (``used``, ``free``, ``holders``, ``queued``, ``queue``, ``busy``)
 and ``cachedin`` are read here, any other query is the simulator's own
 function, called with the session.  The loop over the members
-(``choose_least``) then runs natively too.  A hold's units, reserve, reuse,
+(``choose_least``, through a ``Chooser``) then runs natively too: where no
+tree reads the choose's variable but as a member's index, it is not set
+for each member; where, besides, the one key reads only constants,
+operations and pools and stages of the chosen member, each node reads
+every member before the next node (``Node.each``, into vectors of
+machine doubles), which gives the same floats: such a reading cannot
+fail nor change anything.  A hold's units, reserve, reuse,
 cache and lease time and its members' indices are such trees too
 (``build_session``, ``build_member``), called as the functions they stand
 for: they are read at every attempt to admit the hold; so is a gauge
@@ -35,9 +41,9 @@ the faster.
 """
 from typing import TYPE_CHECKING, Any, Callable, Final, List, Optional, cast
 
+from ..floatvec import vec
 from ..ir import nodes as ir
 from .arith import fceil, fdiv, fexp, ffloor, fln, fmax, fmin, fpow, fsqrt
-from ..floatvec import vec
 from .codegen import NATIVE_CORE, _pure
 from .pools import Pool, keys_less, total_less
 from .stages import Stage

@@ -88,6 +88,9 @@ class Compiler:
         the call per node saved."""
         if _PYPY:
             return self.expr(e)
+        if type(e) is ir.Num:  # (a step's budget or chunk: no source to write)
+            v = float(e.value)
+            return lambda x: v
         return ExprWriter(self.sim, self).function(e)
 
     def session(self, e) -> Callable:

@@ -140,6 +140,7 @@ class Interpreter(HoldOps):
             # (and where the core is compiled, as typed trees: etree.py)
             chooser = etree.build_keys(st.key, self.sim, c, self.sim.pools, self.sim.stages,
                                        st.var)
+            # (the None: where the trees' context was, which the chooser keeps)
             return (CHOOSE, st.var, c.expr(st.count), [c.fast(k) for k in st.key], chooser,
                     None, loc)
         if t is ir.End:
