@@ -95,6 +95,11 @@ def _str(s: str) -> str:
 
 
 def _value(v) -> str:
+    t = type(v)  # (the common cases first, by their exact type)
+    if t is float:
+        return format_float(v)
+    if t is int:
+        return str(v)
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -108,8 +113,22 @@ def _value(v) -> str:
     raise TypeError("no JSON form for %r" % (v,))
 
 
+#: Keys as JSON strings, each escaped once (a report writes the same
+#: field names in every row).
+_KEYS = {}
+
+
+def _key(k: str) -> str:
+    q = _KEYS.get(k)
+    if q is None:
+        q = _str(k) + ":"
+        if len(_KEYS) < 4096:  # (programs' own names too: not without bound)
+            _KEYS[k] = q
+    return q
+
+
 def _object(pairs) -> str:
-    return "{" + ",".join(_str(k) + ":" + v for k, v in pairs) + "}"
+    return "{" + ",".join(_key(k) + v for k, v in pairs) + "}"
 
 
 def _row(row) -> str:
