@@ -336,28 +336,36 @@ class Member(object):
         return self.pick(v)
 
 
-class PoolRead(Node):
-    """A pool member's ``used``, ``free``, ``holders`` or ``queued``."""
+class MemberRead(Node):
+    """A reading of a pool or stage member ``m`` (PoolRead, StageRead)."""
 
-    def __init__(self, q: int, m: Member, pools: List[Pool]) -> None:
-        self.q = q
+    def __init__(self, m: Member) -> None:
         self.m = m
-        self.pools = pools
-        # a member the choose's variable names, read here without a call
+        # a member the choose's variable names, found here without a call
         # of ``Member.of`` (a choose reads it for every member)
         self.chosen = m.chosen
         self.base: "i64" = m.base
         self.count: "i64" = m.count
+
+    def at(self, x: StepContext) -> "i64":
+        """The member's index."""
+        j = x.chosen
+        if self.chosen and j < self.count:
+            return self.base + j
+        return self.m.of(x)
+
+
+class PoolRead(MemberRead):
+    """A pool member's ``used``, ``free``, ``holders`` or ``queued``."""
+
+    def __init__(self, q: int, m: Member, pools: List[Pool]) -> None:
+        super().__init__(m)
+        self.q = q
+        self.pools = pools
         self.qi: "i64" = q
 
     def ev(self, x: StepContext) -> float:
-        i: "i64"
-        j = x.chosen
-        if self.chosen and j < self.count:
-            i = self.base + j
-        else:
-            i = self.m.of(x)
-        return _pool_value(self.pools[i], self.qi)
+        return _pool_value(self.pools[self.at(x)], self.qi)
 
     def each(self, x: StepContext, n: "i64", out: vec[float]) -> None:
         if not self.chosen:
@@ -390,25 +398,16 @@ def _pool_value(p: Pool, q: "i64") -> float:
     return float(len(p.holders)) if q == 2 else float(len(p.queue))
 
 
-class StageRead(Node):
+class StageRead(MemberRead):
     """A stage member's ``queue`` (jobs present) or ``busy``."""
 
     def __init__(self, q: int, m: Member, stages: List[Stage]) -> None:
+        super().__init__(m)
         self.q = q
-        self.m = m
         self.stages = stages
-        self.chosen = m.chosen  # (as PoolRead's)
-        self.base: "i64" = m.base
-        self.count: "i64" = m.count
 
     def ev(self, x: StepContext) -> float:
-        i: "i64"
-        j = x.chosen
-        if self.chosen and j < self.count:
-            i = self.base + j
-        else:
-            i = self.m.of(x)
-        st = self.stages[i]
+        st = self.stages[self.at(x)]
         return float(st.present()) if self.q == 0 else st.busy()
 
     def each(self, x: StepContext, n: "i64", out: vec[float]) -> None:
