@@ -633,8 +633,8 @@ def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot
     Rust's ``total_cmp`` order (NaN after every number, -0 before +0), ties
     to the first; several as lists of ``total_key``.  The queries read
     session ``s``.  Where ``n`` is at most ``alike`` (Chooser), the key's
-    tree reads every member node by node (``Node.each``) into ``values``
-    (of ``n`` items at least)."""
+    tree reads every member node by node (``Node.each``) into ``values``,
+    which the caller gives ``n`` items at least (Chooser.least)."""
     x.a = a
     x.session = s
     j: "i64"
@@ -657,7 +657,6 @@ def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot
     fj = 0.0  # (j as a float, counted: exact, and no conversion per member)
     batch = stop <= alike
     if batch:
-        values = room(values, stop)
         f.each(x, stop, values)
     for j in range(stop):
         if batch:
@@ -698,8 +697,8 @@ def _alike(t: Node) -> "i64":
     if tt is Choice:
         c = cast(Choice, t)
         return min(_alike(c.test), _alike(c.then), _alike(c.other))
-    if tt is PoolRead or tt is StageRead:
-        m: Member = cast(Any, t).m
+    if isinstance(t, MemberRead):
+        m = t.m
         if m.chosen:
             return m.count
         return _ANY if m.index is None else -1
