@@ -191,20 +191,88 @@ class TimeAverage(object):
         return self.integral(end) / span
 
 
+#: The shortest stretch (in pieces) ``replay_exact`` is tried on: below it
+#: the test costs about what the additions it saves do.
+EXACT_MIN: Final = 16
+#: 2 ** 53: an integer below it times a power of two is a float exactly.
+_TWO53: Final = 9007199254740992.0
+#: 2 ** 52: ``(v + 2 ** 52) - 2 ** 52`` is ``v`` rounded to an integer.
+_TWO52: Final = 4503599627370496.0
+#: ``u * (1 + 2 u)`` with ``u = 2 ** -53``: ``(t + PHI * t) - t`` is the
+#: ulp of ``t`` (the successor of ``t`` less ``t``, Rump, Zimmermann,
+#: Boldo and Melquiond 2009) for ``t`` in ``[ULP_LOW, ULP_HIGH]``.
+_PHI: Final = 1.1102230246251568e-16
+ULP_LOW: Final = 1e-270
+ULP_HIGH: Final = 1e300
+
+
+def ulp_of(t: float) -> float:
+    """``math.ulp(t)`` for ``t`` in ``[ULP_LOW, ULP_HIGH]`` in three float
+    operations (no call); 0 elsewhere, which no stretch passes
+    ``replay_exact`` with."""
+    if t >= ULP_LOW and t <= ULP_HIGH:
+        return (t + _PHI * t) - t
+    return 0.0
+
+
+def replay_exact(a: "TimeAverage", ticks: vec[float], lo: int, end: int,
+                 q: float) -> bool:
+    """``replay_pieces`` of ``a`` in a dozen operations where each of its
+    additions is exact, whether it was (else nothing is changed).  ``q`` is
+    ``ulp_of(ticks[lo])``.
+
+    Why the bits are those of the pass: with ``t0 = ticks[lo]`` at least
+    half of ``t1 = ticks[end - 1]``, each gap is exact (Sterbenz) and a
+    multiple ``m * q`` of ``q``, ``m * q <= t1 - t0``; an integer value
+    ``v`` with ``v * (t1 - t0) < 2 ** 53 * q`` makes each product
+    ``v * gap`` exact.  The pass's partial sums would then be
+    ``a0 + v * (t - t0)`` for each event ``t`` (``a0`` the area after the
+    first piece), each a multiple of ``v * q``.  Where the last one, ``f``,
+    is a float exactly and ``v * q`` is a multiple of ``ulp(f)`` (the
+    largest ulp among them), every partial sum is a float, each addition
+    rounds nothing, and the pass ends at ``f``: the two checks on ``f``
+    below say exactly that (``f - a0`` and ``(f + v * q) - f`` are exact
+    differences, their operands being within a factor 2)."""
+    t0 = ticks[lo]
+    t1 = ticks[end - 1]
+    if t1 > t0 + t0:
+        return False
+    v = a.value
+    if not (v >= 1.0 and v < _TWO52) or (v + _TWO52) - _TWO52 != v:
+        return False
+    vd = v * (t1 - t0)
+    if not vd < _TWO53 * q:
+        return False
+    a0 = a.area + v * (t0 - a.last)
+    f = a0 + vd
+    vq = v * q
+    if f <= a0 + a0 and f - a0 == vd and vq <= f and (f + vq) - f == vq:
+        a.area = f
+        a.last = t1
+        return True
+    return False
+
+
 def replay_pieces(a: "TimeAverage", ticks: vec[float], gaps: vec[float],
                   lo: int, end: int) -> None:
     """``a.set(t, a.value)`` for ``t`` in ``ticks[lo:end]``: a time average
     whose value stayed put takes its pieces late, with the same float
-    operations in the same order (a value of 0 adds nothing).  ``gaps[i]``
-    is ``ticks[i] - ticks[i - 1]``, the ``t - last`` of every piece after
-    the first."""
-    v = a.value
-    if v == 0.0:
+    operations in the same order (a value of 0 adds nothing; a long
+    stretch whose additions are all exact in a few, ``replay_exact``).
+    ``gaps[i]`` is ``ticks[i] - ticks[i - 1]``, the ``t - last`` of every
+    piece after the first."""
+    if a.value == 0.0:
         return
+    if end - lo >= EXACT_MIN and replay_exact(a, ticks, lo, end, ulp_of(ticks[lo])):
+        return
+    pass_one(a, ticks, gaps, lo, end)
+
+
+def pass_one(a: "TimeAverage", ticks: vec[float], gaps: vec[float],
+             lo: int, end: int) -> None:
+    """``replay_pieces`` of ``a`` (its value not 0), one addition a piece."""
+    v = a.value
     area = a.area + v * (ticks[lo] - a.last)
-    # (an index loop: compiled, no slice is copied and each gap is read
-    # natively with a machine-integer index; the same additions in the
-    # same order)
     k: "i64" = lo + 1
     stop: "i64" = end
     while k < stop:
@@ -214,28 +282,57 @@ def replay_pieces(a: "TimeAverage", ticks: vec[float], gaps: vec[float],
     a.last = ticks[end - 1]
 
 
-#: ``replay_pair``'s third average in ``replay_triple``: its bits are never
-#: read (its value is 1, so the pass is that of three averages not 0).
-_SPARE: Final = TimeAverage(1.0)
-
-
 def replay_pair(a: "TimeAverage", b: "TimeAverage", ticks: vec[float],
                 gaps: vec[float], lo: int, end: int) -> None:
-    """``replay_pieces`` of ``a`` and of ``b`` over the same events in one
-    pass (each gap read once): each average's additions are its own, in
-    its own order, so the bits are those of two passes."""
+    """``replay_pieces`` of ``a`` and of ``b`` over the same events (a long
+    stretch: each first tries ``replay_exact``)."""
+    if end - lo >= EXACT_MIN:
+        q = ulp_of(ticks[lo])
+        done_a = a.value == 0.0 or replay_exact(a, ticks, lo, end, q)
+        done_b = b.value == 0.0 or replay_exact(b, ticks, lo, end, q)
+        if done_a or done_b:
+            if not done_a:
+                pass_one(a, ticks, gaps, lo, end)
+            if not done_b:
+                pass_one(b, ticks, gaps, lo, end)
+            return
+    pass_pair(a, b, ticks, gaps, lo, end)
+
+
+def pass_pair(a: "TimeAverage", b: "TimeAverage", ticks: vec[float],
+              gaps: vec[float], lo: int, end: int) -> None:
+    """``replay_pieces`` of ``a`` and of ``b`` without ``replay_exact``, in
+    one pass where neither value is 0 (each gap read once): each average's
+    additions are its own, in its own order, so the bits are those of two
+    passes."""
     va = a.value
     vb = b.value
     if va == 0.0 or vb == 0.0:
-        replay_pieces(a, ticks, gaps, lo, end)
-        replay_pieces(b, ticks, gaps, lo, end)
+        if va != 0.0:
+            pass_one(a, ticks, gaps, lo, end)
+        if vb != 0.0:
+            pass_one(b, ticks, gaps, lo, end)
         return
-    replay_triple(a, b, _SPARE, ticks, gaps, lo, end)
+    t = ticks[lo]
+    area_a = a.area + va * (t - a.last)
+    area_b = b.area + vb * (t - b.last)
+    k: "i64" = lo + 1
+    stop: "i64" = end
+    while k < stop:
+        g = gaps[k]
+        area_a += va * g
+        area_b += vb * g
+        k += 1
+    a.area = area_a
+    b.area = area_b
+    t = ticks[end - 1]
+    a.last = t
+    b.last = t
 
 
 def replay_triple(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
                   ticks: vec[float], gaps: vec[float], lo: int, end: int) -> None:
-    """``replay_pair`` of three averages whose values are not 0 (a pool's
+    """``pass_pair`` of three averages whose values are not 0 (a pool's
     used, cached and holders, say): one pass, each gap read once, each
     average's additions its own and in its own order."""
     va = a.value
@@ -280,26 +377,13 @@ def replay_four(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
     area_d = d.area + vd * (t - d.last)
     k: "i64" = lo + 1
     stop: "i64" = end
-    last: "i64" = stop - 1
-    while k < last:
-        # (two pieces a turn: each average's additions still in their order)
-        gap = gaps[k]
-        gap2 = gaps[k + 1]
-        area_a += va * gap
-        area_b += vb * gap
-        area_c += vc * gap
-        area_d += vd * gap
-        area_a += va * gap2
-        area_b += vb * gap2
-        area_c += vc * gap2
-        area_d += vd * gap2
-        k += 2
-    if k < stop:
-        gap = gaps[k]
-        area_a += va * gap
-        area_b += vb * gap
-        area_c += vc * gap
-        area_d += vd * gap
+    while k < stop:
+        g = gaps[k]
+        area_a += va * g
+        area_b += vb * g
+        area_c += vc * g
+        area_d += vd * g
+        k += 1
     a.area = area_a
     b.area = area_b
     c.area = area_c
@@ -314,12 +398,20 @@ def replay_four(a: "TimeAverage", b: "TimeAverage", c: "TimeAverage",
 def replay_all(averages: List["TimeAverage"], ticks: vec[float], gaps: vec[float],
                lo: int, end: int) -> None:
     """``replay_pieces`` of every average of ``averages`` whose value is not
-    0 (``replay_live``; three or fewer without that call more, the most
-    common case; of two twins, one is replayed and the other copies it)."""
+    0: on a long stretch those ``replay_exact`` can do first, then the
+    others in passes (``replay_live``; three or fewer without that call
+    more, the most common case; of two twins, one is replayed and the other
+    copies it)."""
     live: List[TimeAverage] = []
-    for a in averages:
-        if a.value != 0.0:
-            live.append(a)
+    if end - lo >= EXACT_MIN:
+        q = ulp_of(ticks[lo])
+        for a in averages:
+            if a.value != 0.0 and not replay_exact(a, ticks, lo, end, q):
+                live.append(a)
+    else:
+        for a in averages:
+            if a.value != 0.0:
+                live.append(a)
     n = len(live)
     if n > 3:
         replay_live(live, ticks, gaps, lo, end)
@@ -329,20 +421,20 @@ def replay_all(averages: List["TimeAverage"], ticks: vec[float], gaps: vec[float
         a = live[0]
         b = live[1]
         if twins(a, b):  # (a pool's used and holders, one unit each)
-            replay_pieces(a, ticks, gaps, lo, end)
+            pass_one(a, ticks, gaps, lo, end)
             b.area = a.area
             b.last = a.last
         else:
-            replay_pair(a, b, ticks, gaps, lo, end)
+            pass_pair(a, b, ticks, gaps, lo, end)
     elif n == 1:
-        replay_pieces(live[0], ticks, gaps, lo, end)
+        pass_one(live[0], ticks, gaps, lo, end)
 
 
 def replay_live(live: List["TimeAverage"], ticks: vec[float], gaps: vec[float],
                 lo: int, end: int) -> None:
-    """``replay_pieces`` of every average of ``live`` (none of value 0): four
-    in one pass (``replay_four``) while four are left, then three
-    (``replay_triple``), two (``replay_pair``) or one."""
+    """The passes of every average of ``live`` (none of value 0, none that
+    ``replay_exact`` did): four in one (``replay_four``) while four are
+    left, then three (``replay_triple``), two (``pass_pair``) or one."""
     n = len(live)
     i = 0
     while n - i >= 4:
@@ -351,9 +443,9 @@ def replay_live(live: List["TimeAverage"], ticks: vec[float], gaps: vec[float],
     if i + 2 < n:
         replay_triple(live[i], live[i + 1], live[i + 2], ticks, gaps, lo, end)
     elif i + 1 < n:
-        replay_pair(live[i], live[i + 1], ticks, gaps, lo, end)
+        pass_pair(live[i], live[i + 1], ticks, gaps, lo, end)
     elif i < n:
-        replay_pieces(live[i], ticks, gaps, lo, end)
+        pass_one(live[i], ticks, gaps, lo, end)
 
 
 def replay_distinct(averages: List["TimeAverage"], ticks: vec[float],
@@ -361,14 +453,18 @@ def replay_distinct(averages: List["TimeAverage"], ticks: vec[float],
     """``replay_all`` of ``averages``, where averages that agree in value,
     area and last piece come out the same (a pool's used and holders where
     each holder holds one unit, a step stage's number and the holders of
-    its slots): the first of them is replayed (``replay_live``) and the
-    others take its area and last piece, the bits a pass of their own
-    would give."""
+    its slots): those ``replay_exact`` can do first, then of the others the
+    first of each kind is replayed (``replay_live``) and the others take
+    its area and last piece, the bits a pass of their own would give."""
     live: List[TimeAverage] = []
     copies: List[TimeAverage] = []  # (twin, the one replayed), flat
+    exact = end - lo >= EXACT_MIN
+    q = ulp_of(ticks[lo]) if exact else 0.0
     a: TimeAverage
     for a in averages:
         if a.value != 0.0:
+            if exact and replay_exact(a, ticks, lo, end, q):
+                continue
             o = twin_of(live, a)
             if o is None:
                 live.append(a)
