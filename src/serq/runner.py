@@ -16,7 +16,7 @@ from .tracefile import read_trace
 MEMORY_HEADROOM = 0.75
 
 #: The collector's first threshold during a run (``simulate``).
-RUN_GC_THRESHOLD = 10000
+RUN_GC_THRESHOLD = 100000
 
 
 def simulate(program: ir.Program, progress=None, check_invariants=False,
@@ -30,34 +30,40 @@ def simulate(program: ir.Program, progress=None, check_invariants=False,
     ``track_requests`` notes each session's turns at its end, which the SLO
     goodput needs (report/slo.py)."""
     trace = read_trace(trace_path(program)) if program.trace is not None else None
-    with deep_recursion():  # compiling the expressions recurses as deep as they are
-        sim = Simulator(program, trace, check_invariants, no_samples)
-    if track_requests:
-        sim.track_requests()
-    if max_memory is not None:
-        # (stopped well below the hard bound: building the report sorts
-        # every observation's samples, and the compiled core aborts where
-        # an allocation fails)
-        sim.memory_bound = int(max_memory * MEMORY_HEADROOM)
-    if trace_iterations is not None:
-        sim.trace_iterations = lambda st, plan, assigned, cost: trace_iterations(
-            iteration_line(sim, st, plan, assigned, cost))
-    if on_start is not None:
-        on_start(sim)
-    # A run allocates and frees objects at a steady rate, few of them in
-    # cycles (a session and its job): the collector's youngest generation
-    # is swept every 10 000 allocations instead of 700 (router16 -7 % time,
-    # +4 MB), the thresholds restored after.  Reports do not depend on it.
+    # Building the simulator and the run allocate and free objects at a
+    # steady rate, few of them in cycles (a session and its job): the
+    # collector's youngest generation is swept every 100 000 allocations
+    # instead of 700, the thresholds restored after.  Each sweep walks the
+    # sessions then alive, which grow with the replicas: at 10 000, 256
+    # replicas spent 13 ms of a 0.25 s run in the collector, at 100 000
+    # none (bench/RESULTS.md, fifteenth session); peak memory was the same
+    # (router16 20 MB, mm1 at horizon 2e6 134 MB, either way).  Reports do
+    # not depend on it.
     # (CPython's collector: PyPy's has no thresholds)
     thresholds = gc.get_threshold() if hasattr(gc, "get_threshold") else None
     if thresholds is not None:
         gc.set_threshold(max(thresholds[0], RUN_GC_THRESHOLD), *thresholds[1:])
     try:
-        with deep_recursion():  # expressions evaluate as deep as they are (depth.py)
-            return sim.run(progress, max_events, max_wall)
-    except RunError as e:
-        attach(sim, e)  # the time, session, statement and queues it stopped in
-        raise
+        with deep_recursion():  # compiling the expressions recurses as deep as they are
+            sim = Simulator(program, trace, check_invariants, no_samples)
+        if track_requests:
+            sim.track_requests()
+        if max_memory is not None:
+            # (stopped well below the hard bound: building the report sorts
+            # every observation's samples, and the compiled core aborts where
+            # an allocation fails)
+            sim.memory_bound = int(max_memory * MEMORY_HEADROOM)
+        if trace_iterations is not None:
+            sim.trace_iterations = lambda st, plan, assigned, cost: trace_iterations(
+                iteration_line(sim, st, plan, assigned, cost))
+        if on_start is not None:
+            on_start(sim)
+        try:
+            with deep_recursion():  # expressions evaluate as deep as they are (depth.py)
+                return sim.run(progress, max_events, max_wall)
+        except RunError as e:
+            attach(sim, e)  # the time, session, statement and queues it stopped in
+            raise
     finally:
         if thresholds is not None:
             gc.set_threshold(*thresholds)
