@@ -1,6 +1,5 @@
 """Run a compiled program: read its trace, simulate, build the report."""
-import gc
-
+from .collector import relaxed
 from .compiler import trace_path
 from .depth import deep_recursion
 from .errors import RunError
@@ -15,9 +14,6 @@ from .tracefile import read_trace
 #: ``max_memory``: the share of it at which a run stops (``simulate``).
 MEMORY_HEADROOM = 0.75
 
-#: The collector's first threshold during a run (``simulate``).
-RUN_GC_THRESHOLD = 100000
-
 
 def simulate(program: ir.Program, progress=None, check_invariants=False,
              trace_iterations=None, no_samples=False, max_events=None,
@@ -30,20 +26,7 @@ def simulate(program: ir.Program, progress=None, check_invariants=False,
     ``track_requests`` notes each session's turns at its end, which the SLO
     goodput needs (report/slo.py)."""
     trace = read_trace(trace_path(program)) if program.trace is not None else None
-    # Building the simulator and the run allocate and free objects at a
-    # steady rate, few of them in cycles (a session and its job): the
-    # collector's youngest generation is swept every 100 000 allocations
-    # instead of 700, the thresholds restored after.  Each sweep walks the
-    # sessions then alive, which grow with the replicas: at 10 000, 256
-    # replicas spent 13 ms of a 0.25 s run in the collector, at 100 000
-    # none (bench/RESULTS.md, fifteenth session); peak memory was the same
-    # (router16 20 MB, mm1 at horizon 2e6 134 MB, either way).  Reports do
-    # not depend on it.
-    # (CPython's collector: PyPy's has no thresholds)
-    thresholds = gc.get_threshold() if hasattr(gc, "get_threshold") else None
-    if thresholds is not None:
-        gc.set_threshold(max(thresholds[0], RUN_GC_THRESHOLD), *thresholds[1:])
-    try:
+    with relaxed():  # (the collector walks the live sessions less often: collector.py)
         with deep_recursion():  # compiling the expressions recurses as deep as they are
             sim = Simulator(program, trace, check_invariants, no_samples)
         if track_requests:
@@ -64,9 +47,6 @@ def simulate(program: ir.Program, progress=None, check_invariants=False,
         except RunError as e:
             attach(sim, e)  # the time, session, statement and queues it stopped in
             raise
-    finally:
-        if thresholds is not None:
-            gc.set_threshold(*thresholds)
 
 
 def iteration_line(sim, stage, plan, assigned, cost) -> str:

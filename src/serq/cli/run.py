@@ -63,6 +63,12 @@ def add_arguments(r) -> None:
 
 
 def command(args) -> int:
+    from ..collector import relaxed
+    with relaxed():  # (the run's objects walked less often, the report's too)
+        return _command(args)
+
+
+def _command(args) -> int:
     from ..report.build import build_report
     from ..report.findings import report_findings
     from ..report.page import run_json, run_lines, run_text_ref

@@ -3,6 +3,7 @@
 Rates and time averages are over ``[warmup, end]``; observations hold only
 samples taken after warm-up; counts follow the feature map §8.
 """
+from ..collector import relaxed
 from ..ir import nodes as ir
 from .findings import compute_findings
 from .model import ClaimRow, GaugeRow, ObserveRow, PoolRow, Rates, Report, StageRow
@@ -76,7 +77,13 @@ def build_report(sim, extras: bool = True) -> Report:
     """The report of a finished run.  ``extras`` (serq's own measures, not
     the reference's JSON: the percentiles, units and rates) may be left out
     where only the reference's JSON is printed: it sorts each observation's
-    samples once more."""
+    samples once more.  (With the collector relaxed, as for the run:
+    collector.py.)"""
+    with relaxed():
+        return _build_report(sim, extras)
+
+
+def _build_report(sim, extras: bool) -> Report:
     prog = sim.prog
     end = sim.end
     span = end - prog.warmup
