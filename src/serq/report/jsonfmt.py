@@ -27,10 +27,14 @@ def format_float(x: float) -> str:
     if not math.isfinite(x):
         return "null"
     r = repr(float(x))
-    if len(r) <= 16 and "e" not in r:
-        # (positional already, at most 15 digits: no tie to move, only a
-        # whole number's ".0" to drop; most of a report's numbers)
-        return r[:-2] if r.endswith(".0") else r
+    if "e" not in r:
+        if r.endswith(".0"):  # (a whole number: its ".0" dropped)
+            return r[:-2]
+        if len(r) <= 16 or x.as_integer_ratio()[1] > _NO_TIE:
+            # (positional already, and no tie to move: at most 15 digits,
+            # or more decimals in x than a tie of 17 digits could have;
+            # most of a report's numbers)
+            return r
     sign = ""
     if r[0] == "-":
         sign, r = "-", r[1:]
@@ -50,6 +54,13 @@ def format_float(x: float) -> str:
     if point >= len(digits):
         return sign + digits + "0" * (point - len(digits))
     return sign + digits[:point] + "." + digits[point:]
+
+
+#: A float ``p / q`` (``q`` a power of two, ``2 ** s``) has exactly ``s``
+#: decimals, and ``p * 5 ** s`` as its significant digits.  A tie between
+#: two shortest candidates (at most 17 digits) is a value of at most 18
+#: significant digits, so ``5 ** s < 10 ** 18`` and ``q < 2 ** 26``.
+_NO_TIE = 2 ** 26
 
 
 def _tie_away(x: float, digits: str, point: int):
@@ -132,16 +143,22 @@ def _object(pairs) -> str:
     return "{" + ",".join(_key(k) + v for k, v in pairs) + "}"
 
 
+#: Each row class's fields with their keys as JSON text (``_row``).
+_ROW_KEYS = {}
+
+
 def _row(row) -> str:
-    pairs = []
-    for k in row.JSON_FIELDS:
+    fields = _ROW_KEYS.get(type(row))
+    if fields is None:
+        fields = _ROW_KEYS[type(row)] = tuple((k, _str(k) + ":") for k in row.JSON_FIELDS)
+    parts = []
+    for k, key in fields:
         v = getattr(row, k)
         if k == "over_cap" and v is not None:
-            text = _object([("queue", _str(v[0])), ("need", format_float(float(v[1])))])
+            parts.append(key + _object([("queue", _str(v[0])), ("need", format_float(float(v[1])))]))
         else:
-            text = _value(v)
-        pairs.append((k, text))
-    return _object(pairs)
+            parts.append(key + _value(v))
+    return "{" + ",".join(parts) + "}"
 
 
 def report_json(report: Report, extended=None) -> str:
