@@ -62,16 +62,20 @@ def test_catching_up_together_gives_the_same_bytes(path, monkeypatch):
 
 def test_who_catches_up_together():
     """Each replica's step stage with its memory pool and the pools admitted
-    via it; a pool two step stages share joins their groups into one."""
+    via it, two replicas' together (MATES_MAX); a pool two step stages
+    share joins their groups into one."""
     from serq.api import compile as api_compile
     from serq.runner import simulate
     sim = simulate(compile_program(str(ROOT / "bench" / "programs" / "router16.sq"),
                                    horizon=2.0, warmup=1.0))
     e3 = sim.stages[3]
-    # (the pools slots[0..15] then kv[0..15]: slots[3] and kv[3]; a group's
-    # order does not matter)
-    assert sorted(map(id, e3.mates)) == sorted(map(id, [e3, sim.pools[3], sim.pools[16 + 3]]))
+    # (the pools slots[0..15] then kv[0..15]: slots[3] and kv[3]; replicas
+    # 2 and 3 joined, as 0 and 1 and so on; a group's order does not matter)
+    both = [sim.stages[2], sim.pools[2], sim.pools[16 + 2], e3, sim.pools[3], sim.pools[16 + 3]]
+    assert sorted(map(id, e3.mates)) == sorted(map(id, both))
     assert all(m.mates is e3.mates for m in e3.mates)
+    assert sorted(map(id, sim.stages[15].mates)) == sorted(
+        map(id, [sim.stages[14], sim.pools[14], sim.pools[30], sim.stages[15], sim.pools[15], sim.pools[31]]))
     src = """
 pool kv { cap 4096; block 16; }
 pool lone { cap 4; }

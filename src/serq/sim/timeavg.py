@@ -70,7 +70,11 @@ MATES_MAX: Final = 8
 def mate_groups(links: List[List[Recorded]]) -> List[List[Recorded]]:
     """The groups ``links`` join (two links with a member in common are one
     group), leaving out those of one member and those of more than
-    ``MATES_MAX``."""
+    ``MATES_MAX``; then, in order, a group joins the one before it while
+    the two have at most ``MATES_MAX`` members (two replicas' step stage,
+    memory and slots: their passes are twice as wide, so the sums of both
+    are added side by side, and each replica's catch-up drags the other's
+    along, which it would take alone later)."""
     group_of: Dict[int, int] = {}  # id of a catcher -> its group's number
     groups: Dict[int, List[Recorded]] = {}
     n = 0
@@ -88,7 +92,18 @@ def mate_groups(links: List[List[Recorded]]) -> List[List[Recorded]]:
             group_of[id(m)] = n
         groups[n] = g
         n += 1
-    return [g for g in groups.values() if 1 < len(g) <= MATES_MAX]
+    out: List[List[Recorded]] = []
+    joined = False  # (whether out[-1] is two groups already)
+    for g in groups.values():
+        if not 1 < len(g) <= MATES_MAX:
+            continue
+        if out and not joined and len(out[-1]) + len(g) <= MATES_MAX:
+            out[-1] = out[-1] + g
+            joined = True
+        else:
+            out.append(g)
+            joined = False
+    return out
 
 
 class TimeAverages(Clock):
