@@ -668,7 +668,8 @@ def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot
             v = f.ev(x)
         if j == 0:
             bv = v
-        elif v < bv or not v > bv and total_less(v, bv):  # (a larger one: no call)
+        elif v < bv or not v > bv and (v != bv or v == 0.0) and total_less(v, bv):
+            # (a larger one, or an equal one other than a zero, comes after: no call)
             bv = v
             best_j = fj
         fj += 1.0
