@@ -36,6 +36,9 @@ class Recorded(object):
     #: together (``catch_up_together``); empty where it has none
     #: (``TimeAverages.start_recording``)
     mates: List["Recorded"]
+    #: every time average of ``mates``, in their order (the same list in
+    #: each of them; ``TimeAverages.start_recording``)
+    mates_averages: List[TimeAverage]
 
     def record(self, now: float) -> None:
         """A piece of each time average at the event ending at ``now``
@@ -65,13 +68,23 @@ def catch_up_together(me: Recorded, ticks: vec[float], end: int) -> None:
     sums do not wait on each other, so a processor adds them side by side."""
     group = me.mates
     lo = me.synced + 1
+    every = True  # (whether each of them has pieces left before ``end``)
     r: Recorded
     for r in group:
         s = r.synced + 1
-        if s < end and s > lo:
+        if s >= end:
+            every = False
+        elif s > lo:
             lo = s
     if end - lo < me.clock.shared_min:
         me.catch_up(ticks, end)
+        return
+    if every:  # (the most common case: their averages, listed once)
+        for r in group:
+            if r.synced + 1 < lo:
+                r.catch_up(ticks, lo)
+            r.synced = end - 1
+        replay_distinct(me.mates_averages, ticks, me.clock.gaps_to(end), lo, end)
         return
     pending: List[TimeAverage] = []
     for r in group:
