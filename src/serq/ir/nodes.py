@@ -438,15 +438,23 @@ _ITEMS = ("items",)
 _LEAF = ("leaf",)
 
 
+#: field annotations that never hold a node (``walk`` does not follow them)
+_SCALARS = frozenset(("str", "int", "float", "bool"))
+
+
 def _followed(t):
     if issubclass(t, (list, tuple)):
         return _ITEMS
     fields = getattr(t, "__dataclass_fields__", None)
     if fields is None:
         return _LEAF
-    if t is Program:
-        return tuple(f for f in fields if f not in ("spans", "source"))
-    return tuple(fields)
+    # (the annotations as written, read off the classes: the fields' own
+    # types would make _dataclass.py build the standard Fields)
+    types = {}
+    for k in reversed(t.__mro__):
+        types.update(k.__dict__.get("__annotations__", {}))
+    skip = ("spans", "source") if t is Program else ()
+    return tuple(f for f in fields if f not in skip and types.get(f) not in _SCALARS)
 
 
 def walk(node):
