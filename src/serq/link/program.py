@@ -210,6 +210,16 @@ class Linker:
         raise LinkError("%s: a family of %d names a family of %d; families join one for one, or "
                         "one for all" % (what, fam_a.count, fam_b.count), span)
 
+    def join_one(self, fam_a: Family, fam_b: Family, member: int, what: str, span) -> int:
+        """``join(fam_a, fam_b, what, span)[member - fam_a.base]``, without the
+        list (a step family's members each join their memory: 256 lists of
+        256 for 256 replicas)."""
+        if fam_b.count == fam_a.count:
+            return fam_b.base + (member - fam_a.base)
+        if fam_b.count == 1:
+            return fam_b.base
+        return self.join(fam_a, fam_b, what, span)[member - fam_a.base]  # (raises)
+
     def registers(self) -> List[ir.Register]:
         out = []
         for it in self.prog.items:
@@ -519,8 +529,8 @@ class Linker:
                 memory = pref.base + int(pref.index.value)
             else:
                 pfam = self._family_of(self.scope.pools, pref.base)
-                memory = self.join(fam, pfam, ctx + "`memory %s`" % o.memory.name,
-                                   o.memory.span)[member - fam.base]
+                memory = self.join_one(fam, pfam, member, ctx + "`memory %s`" % o.memory.name,
+                                       o.memory.span)
         iteration = None
         if o.iteration is not None:
             pm = moment("Plan", "an iteration body", context=ctx, stage=member)
