@@ -41,6 +41,12 @@ def _attr_slots(e: Any) -> List[int]:
     return [x.slot for x in ir.walk(e) if type(x) is ir.Attr]
 
 
+def _treed(x: StepContext) -> Any:
+    """A step stage's budget, chunk or cost function where a tree reads it
+    (never called: ``read_budget`` and the others read the tree)."""
+    raise AssertionError("read through its tree")
+
+
 def reads_attrs(e: Any) -> bool:
     return bool(_attr_slots(e))
 
@@ -68,16 +74,23 @@ class Step(Stage):
                  compiler: Any) -> None:
         Stage.__init__(self, sim, index, name, member)
         c = compiler
-        self.budget: Callable[[StepContext], Any] = c.fast(spec.budget)
-        self.cost: Callable[[StepContext], Any] = c.fast(spec.cost)
-        self.chunk: Callable[[StepContext], Any] = c.fast(spec.chunk)
-        if reads_attrs(spec.chunk):
-            self.chunk = nan_attrs(self.chunk, spec.chunk)
-        # the same three as typed trees, where the core is compiled and the
-        # expression is one a tree can say (etree.py; None: the functions)
+        # budget, chunk and cost as typed trees, where the core is compiled
+        # and the expression is one a tree can say (etree.py), else as
+        # functions (``read_budget`` and the others read whichever there
+        # is: a function is not written where there is a tree, 256 of them
+        # for 256 replicas)
         self.budget_tree = etree.build(spec.budget, sim, c)
         self.chunk_tree = etree.build(spec.chunk, sim, c)
         self.cost_tree = etree.build(spec.cost, sim, c)
+        self.budget: Callable[[StepContext], Any] = (
+            _treed if self.budget_tree is not None else c.fast(spec.budget))
+        self.cost: Callable[[StepContext], Any] = (
+            _treed if self.cost_tree is not None else c.fast(spec.cost))
+        self.chunk: Callable[[StepContext], Any] = _treed
+        if self.chunk_tree is None:
+            self.chunk = c.fast(spec.chunk)
+            if reads_attrs(spec.chunk):
+                self.chunk = nan_attrs(self.chunk, spec.chunk)
         self.granule: Optional[float] = None if spec.granule is None else spec.granule.value
         self.exclusive: bool = spec.serve == "ExclusivePrefill"
         self.serve_keys: List[Callable[[StepContext], Any]] = (
