@@ -6,7 +6,6 @@ import pytest
 from serq import collector
 from serq.collector import RELAXED_THRESHOLD, relaxed
 from serq.compiler import compile_program
-from serq.report.jsonfmt import report_json
 from serq.runner import run_program
 
 pytestmark = pytest.mark.skipif(not hasattr(gc, "get_threshold"), reason="PyPy's collector has no thresholds")
@@ -34,9 +33,9 @@ def test_relaxed_raises_the_first_threshold_and_restores_all_three():
 
 
 def _sweeps_of_a_run(prog):
-    """The collector's sweeps during ``run_program(prog)`` and its JSON, with
-    the thresholds at 1 (a sweep at nearly every allocation where they are
-    not relaxed), and whether they were restored after."""
+    """The collector's sweeps during ``run_program(prog)`` (the run and its
+    report), with the thresholds at 1 (a sweep at nearly every allocation
+    where they are not relaxed), and whether they were restored after."""
     before = gc.get_threshold()
     sweeps = []
 
@@ -47,7 +46,7 @@ def _sweeps_of_a_run(prog):
     gc.callbacks.append(count)
     try:
         gc.set_threshold(1, 1, 1)
-        report_json(run_program(prog))
+        run_program(prog)
         restored = gc.get_threshold() == (1, 1, 1)
     finally:
         gc.callbacks.remove(count)

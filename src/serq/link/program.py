@@ -203,12 +203,8 @@ class Linker:
     def join(self, fam_a: Family, fam_b: Family, what: str, span) -> List[int]:
         """Member-for-member or one-for-all: for each member of ``fam_a`` the
         member of ``fam_b`` it names."""
-        if fam_b.count == fam_a.count:
-            return [fam_b.base + i for i in range(fam_a.count)]
-        if fam_b.count == 1:
-            return [fam_b.base] * fam_a.count
-        raise LinkError("%s: a family of %d names a family of %d; families join one for one, or "
-                        "one for all" % (what, fam_a.count, fam_b.count), span)
+        return [self.join_one(fam_a, fam_b, m, what, span)
+                for m in range(fam_a.base, fam_a.base + fam_a.count)]
 
     def join_one(self, fam_a: Family, fam_b: Family, member: int, what: str, span) -> int:
         """``join(fam_a, fam_b, what, span)[member - fam_a.base]``, without the
@@ -218,7 +214,8 @@ class Linker:
             return fam_b.base + (member - fam_a.base)
         if fam_b.count == 1:
             return fam_b.base
-        return self.join(fam_a, fam_b, what, span)[member - fam_a.base]  # (raises)
+        raise LinkError("%s: a family of %d names a family of %d; families join one for one, or "
+                        "one for all" % (what, fam_a.count, fam_b.count), span)
 
     def registers(self) -> List[ir.Register]:
         out = []

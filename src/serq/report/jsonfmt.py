@@ -18,7 +18,6 @@ import math
 import re
 from typing import List
 
-from ..collector import relaxed
 from .model import Report
 
 
@@ -168,11 +167,6 @@ def report_json(report: Report, extended=None) -> str:
     json_text)`` pairs written as one last key ``"extended": {key: …}``
     after every reference field, which stay byte-identical; ``None`` (the
     default) writes exactly the reference's JSON."""
-    with relaxed():  # (as for the run: collector.py)
-        return _report_json(report, extended)
-
-
-def _report_json(report: Report, extended) -> str:
     pairs: List = [(k, _value(getattr(report, k))) for k in Report.SCALAR_FIELDS]
     pairs.append(("observes", _object((name, _row(o)) for name, o in report.observes.items())))
     pairs.append(("gauges", _object((name, _row(g)) for name, g in report.gauges.items())))

@@ -416,15 +416,11 @@ def replay_all(averages: List["TimeAverage"], ticks: vec[float], gaps: vec[float
     more, the most common case; of two twins, one is replayed and the other
     copies it)."""
     live: List[TimeAverage] = []
-    if end - lo >= EXACT_MIN:
-        q = ulp_of(ticks[lo])
-        for a in averages:
-            if a.value != 0.0 and not replay_exact(a, ticks, lo, end, q):
-                live.append(a)
-    else:
-        for a in averages:
-            if a.value != 0.0:
-                live.append(a)
+    exact = end - lo >= EXACT_MIN
+    q = ulp_of(ticks[lo]) if exact else 0.0
+    for a in averages:
+        if a.value != 0.0 and not (exact and replay_exact(a, ticks, lo, end, q)):
+            live.append(a)
     n = len(live)
     if n > 3:
         replay_live(live, ticks, gaps, lo, end)

@@ -79,20 +79,16 @@ def catch_up_together(me: Recorded, ticks: vec[float], end: int) -> None:
     if end - lo < me.clock.shared_min:
         me.catch_up(ticks, end)
         return
-    if every:  # (the most common case: their averages, listed once)
-        for r in group:
-            if r.synced + 1 < lo:
-                r.catch_up(ticks, lo)
-            r.synced = end - 1
-        replay_distinct(me.mates_averages, ticks, me.clock.gaps_to(end), lo, end)
-        return
-    pending: List[TimeAverage] = []
+    # (where each of them takes part, the most common case, their averages
+    # listed once at the start; else those of the ones that do)
+    pending: List[TimeAverage] = me.mates_averages if every else []
     for r in group:
         s = r.synced + 1
         if s < end:
             if s < lo:
                 r.catch_up(ticks, lo)
-            pending.extend(r.averages)
+            if not every:
+                pending.extend(r.averages)
             r.synced = end - 1
     replay_distinct(pending, ticks, me.clock.gaps_to(end), lo, end)
 
