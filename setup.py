@@ -47,6 +47,7 @@ CORE = [
     "serq/sim/settle.py",
     "serq/sim/engine.py",
     "serq/report/stats.py",
+    "serq/report/replay.py",
 ]
 
 

@@ -1,5 +1,5 @@
 """Late pieces whose additions are all exact, added in a few operations
-(report/stats.py ``replay_exact``), alone and among the passes of groups:
+(report/replay.py ``replay_exact``), alone and among the passes of groups:
 the bits are always those of one ``set`` per event (``TimeAverage.set``,
 the definition pyserq 0.1.3 is matched on)."""
 import math
@@ -7,8 +7,9 @@ import random
 import struct
 
 from serq.floatvec import vec
-from serq.report.stats import (EXACT_MIN, TimeAverage, replay_all, replay_distinct,
-                               replay_exact, replay_pair, replay_pieces, ulp_of)
+from serq.report.replay import (EXACT_MIN, replay_all, replay_distinct, replay_exact,
+                                replay_pair, replay_pieces, ulp_of)
+from serq.report.stats import TimeAverage
 
 
 def _bits(a):

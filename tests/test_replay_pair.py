@@ -1,13 +1,14 @@
 """A time average's late pieces two, three or four at a time
-(report/stats.py ``replay_pair``, ``replay_triple``, ``replay_all`` with
+(report/replay.py ``replay_pair``, ``replay_triple``, ``replay_all`` with
 ``replay_four``), and averages that agree replayed once
 (``replay_distinct``), give the bits of one pass per average."""
 import random
 import struct
 
 from serq.floatvec import vec
-from serq.report.stats import (TimeAverage, replay_all, replay_distinct, replay_pair, replay_pieces,
-                               replay_triple, twin_of)
+from serq.report.replay import (replay_all, replay_distinct, replay_pair, replay_pieces,
+                                replay_triple, twin_of)
+from serq.report.stats import TimeAverage
 
 
 def _avg(g, v):

@@ -13,7 +13,8 @@ import math
 from typing import Any, Dict, Final, List, Optional, Tuple
 
 from ..floatvec import vec
-from ..report.stats import TimeAverage, Welford, replay_all
+from ..report.replay import replay_all
+from ..report.stats import TimeAverage, Welford
 from .recorded import Recorded, Touched, catch_up_together
 
 EPS: Final = 1e-9

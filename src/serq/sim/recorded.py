@@ -8,7 +8,8 @@ A module of its own, importing nothing of the simulator, so that the stages
 from typing import TYPE_CHECKING, Any, Final, List, cast
 
 from ..floatvec import COMPILED, vec
-from ..report.stats import TimeAverage, replay_distinct
+from ..report.replay import replay_distinct
+from ..report.stats import TimeAverage
 
 if TYPE_CHECKING:
     from .timeavg import TimeAverages  # (a type only: nothing imported at run time)
@@ -62,7 +63,7 @@ def catch_up_together(me: Recorded, ticks: vec[float], end: int) -> None:
     """``me.catch_up(ticks, end)``, and its mates' too where they share at
     least ``shared_min`` of its events (timeavg.py ``SHARED_MIN``): each
     one alone up to the latest first piece among them, then all their time
-    averages in one pass (report/stats.py ``replay_distinct``; averages
+    averages in one pass (report/replay.py ``replay_distinct``; averages
     that agree, such as a pool's used and holders, once), whose additions
     are each average's own, in its own order, as in a pass of its own.  The
     sums do not wait on each other, so a processor adds them side by side."""

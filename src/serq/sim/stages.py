@@ -15,7 +15,8 @@ from heapq import heapify, heappop, heappush  # (module globals: no attribute re
 from typing import TYPE_CHECKING, Any, Callable, Dict, Final, List, Optional, Set, Tuple
 
 from ..floatvec import vec
-from ..report.stats import TimeAverage, Welford, replay_pair
+from ..report.replay import replay_pair
+from ..report.stats import TimeAverage, Welford
 from .events import OBJECTS, Event, push_event
 from .fifoq import FifoQueue, new_fifo
 from .recorded import Recorded, catch_up_together
