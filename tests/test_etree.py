@@ -121,3 +121,36 @@ def test_a_step_stage_reads_its_trees_where_the_core_is_compiled(sim):
     cost = sim.prog.stages[0].kind.cost
     assert _bits(etree._tree(cost, sim, sim.compiler, None).ev(ctx)) == \
         _bits(sim.compiler.fast(cost)(ctx)) == _bits(st.read_cost(ctx))
+
+
+FAMILY = """
+pool kv[3] { cap 4096; block 16; }
+stage e[3] : step { budget 512; cost 0.001 + 0.0001 * tokens; memory kv; }
+stage solo : step { budget 256; cost 0.001 + 0.0002 * tokens; }
+stage zero : step { budget 256; cost -0.0 + 0.0002 * tokens; }
+stage plus : step { budget 256; cost 0.0 + 0.0002 * tokens; }
+workload { arrive poisson(5); }
+session { set t0 = now; choose r in 3 by (holders(kv[r])); hold kv[r] (64) { run e[r] prefill (64); } observe r = now - t0; }
+run { horizon 5; seed 2; }
+"""
+
+
+@pytest.mark.skipif(not codegen.NATIVE_CORE, reason="trees are built where the core is compiled")
+def test_equal_expressions_share_one_tree_and_others_do_not(tmp_path):
+    path = tmp_path / "f.sq"
+    path.write_text(FAMILY)
+    s = Simulator(compile_program(str(path)))
+    e0, e1, e2, solo, zero, plus = s.steps
+    # a family's members: one tree each for budget and cost, read by all three
+    assert e0.cost_tree is e1.cost_tree is e2.cost_tree is not None
+    assert e0.budget_tree is e1.budget_tree is e2.budget_tree is not None
+    # other expressions, -0.0 against 0.0 included, keep trees of their own
+    trees = [e0.cost_tree, solo.cost_tree, zero.cost_tree, plus.cost_tree]
+    assert len({id(t) for t in trees}) == 4
+    assert solo.budget_tree is zero.budget_tree  # (both `256`)
+    assert e0.budget_tree is not solo.budget_tree
+    ctx = StepContext(None)
+    ctx.ntok = 300.0
+    for st in s.steps:
+        cost = s.prog.stages[st.index].kind.cost
+        assert _bits(st.read_cost(ctx)) == _bits(s.compiler.fast(cost)(ctx))

@@ -39,7 +39,7 @@ Interpreted (PyPy, or
 ``SERQ_INTERPRETED=1``) no tree is built: there the generated source is
 the faster.
 """
-from typing import TYPE_CHECKING, Any, Callable, Final, List, Optional, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, Final, List, Optional, cast
 
 from ..floatvec import vec
 from ..ir import nodes as ir
@@ -552,7 +552,19 @@ def build(e: Any, sim: "Clock", compiler: Any) -> Optional[Node]:
     folds the constant parts, as the generated source does."""
     if not NATIVE_CORE:  # (where the core is compiled: codegen's own test)
         return None
-    return _tree(e, sim, compiler, None)
+    # One tree for equal expressions (a family's members' budgets and
+    # costs): such a tree keeps nothing of a stage's, and at 256 replicas
+    # 256 copies of a cost's nodes were 256 places in memory that each
+    # iteration reads (a cache miss at most reads).  The key is the
+    # expression's repr, its whole structure (floats as their shortest
+    # repr, so 0.0 and -0.0 differ).
+    trees: Dict[str, Optional[Node]] = compiler.trees
+    key = repr(e)
+    if key in trees:
+        return trees[key]
+    t = _tree(e, sim, compiler, None)
+    trees[key] = t
+    return t
 
 
 def build_keys(keys: List[Any], sim: "Clock", compiler: Any, pools: List[Pool],

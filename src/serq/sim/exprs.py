@@ -26,6 +26,7 @@ class Compiler:
 
     def __init__(self, sim):
         self.sim = sim
+        self.trees = {}  # expression repr -> its tree (etree.build), or None
 
     def expr(self, e) -> Callable:
         t = type(e)
