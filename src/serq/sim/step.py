@@ -630,7 +630,8 @@ class Step(Stage):
         self.iterations += 1
         self.running = assigned
         self.iter_start = sim.now
-        self.running_kind = (npre > 0, ndec > 0)
+        self.running_pre = npre > 0
+        self.running_dec = ndec > 0
         self.running_decodes = ndec
         if sim.warm and ndec > 0:
             self.decode_batch.add(ndec)
@@ -781,12 +782,20 @@ class Step(Stage):
     def account(self, now: float) -> None:
         """The running iteration's share of the mix averages, up to ``now``
         (at its end, or at the run's end for one still running)."""
-        pre, dec = self.running_kind
+        # (an iteration is one of the three kinds: the other two averages
+        # would add 0 * (now - t0) = +0.0 to a sum that is never -0.0, which
+        # leaves its bits as they are, so they are not read at all; at 256
+        # replicas each average read is a cache miss)
+        pre = self.running_pre
+        dec = self.running_dec
         t0 = self.iter_start
-        self.avg_prefill_only.add(t0, now, 1.0 if pre and not dec else 0.0)
-        self.avg_decode_only.add(t0, now, 1.0 if dec and not pre else 0.0)
-        self.avg_mixed.add(t0, now, 1.0 if pre and dec else 0.0)
-        self.avg_decodes.add(t0, now, self.running_decodes)
+        if pre:
+            (self.avg_mixed if dec else self.avg_prefill_only).add(t0, now, 1.0)
+        elif dec:
+            self.avg_decode_only.add(t0, now, 1.0)
+        d = self.running_decodes
+        if d != 0.0:
+            self.avg_decodes.add(t0, now, d)
 
     def close(self, end: float) -> None:
         if self.running is not None:
@@ -799,5 +808,6 @@ class Step(Stage):
             avg.restart(now)
 
     preempt_count = 0
-    running_kind: Tuple[bool, bool] = (False, False)
+    running_pre = False
+    running_dec = False
     running_decodes = 0.0
