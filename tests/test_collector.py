@@ -7,6 +7,7 @@ from serq import collector
 from serq.collector import RELAXED_THRESHOLD, relaxed
 from serq.compiler import compile_program
 from serq.runner import run_program
+from serq.sweep.run import run_task
 
 pytestmark = pytest.mark.skipif(not hasattr(gc, "get_threshold"), reason="PyPy's collector has no thresholds")
 
@@ -66,3 +67,38 @@ def test_a_run_and_its_report_run_relaxed_and_restore_the_thresholds(tmp_path, m
     assert restored
     # (a few sweeps remain, at the edges of the relaxed blocks)
     assert plain_sweeps > 2000 and relaxed_sweeps < plain_sweeps / 50
+
+
+FAMILY = """
+pool kv[32] { cap 4096; block 16; }
+stage e[32] : step { budget 512; cost 0.001 + 0.0001 * tokens; memory kv; }
+workload { arrive poisson(400); }
+session { set t0 = now; choose r in 32 by (holders(kv[r])); hold kv[r] (64) { run e[r] prefill (64); }
+          observe r = now - t0; }
+run { horizon 2; warmup 0.2; seed 3; }
+"""
+
+
+def _simulators():
+    return sum(1 for o in gc.get_objects() if type(o).__name__ == "Simulator")
+
+
+def test_the_sweep_after_a_run_frees_its_simulator(tmp_path):
+    # A simulator is cycles that reference counts do not free.  The block
+    # is relaxed until it is dropped, so a sweep of the youngest generation
+    # after the block frees it; a sweep while it was still referenced (say
+    # between the run and its report) would have moved it, live, to an
+    # older generation, where it would stay as garbage.
+    path = tmp_path / "family.sq"
+    path.write_text(FAMILY)
+    prog = compile_program(str(path))
+    before = gc.get_threshold()
+    gc.collect()
+    try:
+        gc.set_threshold(700, 10_000, 10_000)  # (no older generation swept by chance)
+        for run in (run_program, run_program, lambda p: run_task((0, 3, p))):  # (a sweep's run)
+            run(prog)
+            gc.collect(0)
+            assert _simulators() == 0
+    finally:
+        gc.set_threshold(*before)
