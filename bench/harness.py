@@ -74,7 +74,9 @@ def once(code, program, kwargs, python, extra_env=None):
 #: The serq columns: name -> (interpreter, environment); None is this one.
 CORES_ALL = {"compiled": (None, {}),
              "interpreted": (None, {"SERQ_INTERPRETED": "1"}),
-             "pypy": ("pypy3", {})}
+             # (the nursery `serq` asks PyPy for on the command line:
+             # src/serq/cli/nursery.py; these runs call the API in-process)
+             "pypy": ("pypy3", {"PYPY_GC_NURSERY": "32MB"})}
 CORES = ["compiled"]
 
 

@@ -190,6 +190,9 @@ _HELD: list = []  # the MemoryError, its run's state held (``_main``)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    if argv is None:  # (the command line itself: on PyPy, a larger nursery)
+        from .nursery import reexec_with_nursery
+        reexec_with_nursery()
     ap = _parser(argv)
     try:
         args, unknown = ap.parse_known_args(argv)
