@@ -36,6 +36,7 @@ CORE = [
     "serq/sim/stages.py",
     "serq/sim/step.py",
     "serq/sim/step_plan.py",
+    "serq/sim/step_reads.py",
     "serq/sim/pools.py",
     "serq/sim/holds.py",
     "serq/sim/session.py",

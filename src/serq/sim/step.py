@@ -12,7 +12,6 @@ from heapq import heappush
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ..errors import RunError
-from ..ir import nodes as ir
 from ..report.stats import IntervalAverage, ItlHistogram, Welford
 from . import etree
 from .events import OBJECTS, Event, push_event
@@ -21,50 +20,17 @@ from .holds import try_grow
 from .pools import EPS, Pool, round_up, total_key
 from .stages import Job, Stage
 from .step_plan import INF, Assignment, Plan, StepContext, StepJob
+from .step_reads import nan_attrs, reads_attrs, reads_totals
 
 if TYPE_CHECKING:
     from .engine import Simulator
     from .holds import HoldRun
     from .session import Session
 
-#: The context fields ``Step.totals`` sets.
-TOTALS = ("Nres", "Ndec", "Kvb", "Kvp")
-
-
-def reads_totals(*exprs: Any) -> bool:
-    """Whether any of the IR expressions reads ``nres ndec kvb kvp``."""
-    return any(type(x) is ir.Ctx and x.var in TOTALS for x in ir.walk(list(exprs)))
-
-
-def _attr_slots(e: Any) -> List[int]:
-    """The session attribute slots an IR expression reads."""
-    return [x.slot for x in ir.walk(e) if type(x) is ir.Attr]
-
-
 def _treed(x: StepContext) -> Any:
     """A step stage's budget, chunk or cost function where a tree reads it
     (never called: ``read_budget`` and the others read the tree)."""
     raise AssertionError("read through its tree")
-
-
-def reads_attrs(e: Any) -> bool:
-    return bool(_attr_slots(e))
-
-
-def nan_attrs(fn: Callable[[Any], Any], e: Any) -> Callable[[Any], Any]:
-    """``fn`` (an expression read with no session) with every session
-    attribute reading NaN, as in 0.1.3 (a step's chunk; NaN there is no
-    limit)."""
-    nan = [math.nan] * (max(_attr_slots(e)) + 1)
-
-    def read(ctx: Any) -> Any:
-        saved = ctx.a
-        ctx.a = nan
-        try:
-            return fn(ctx)
-        finally:
-            ctx.a = saved
-    return read
 
 
 class Step(Stage):
