@@ -5,7 +5,9 @@ PyPy allocates young objects in a nursery sized from the processor's cache
 sessions, jobs and pending events survive many of those collections: at
 the default size a `pd_split` run of ten times its horizon made 10 695
 minor collections and spent 1.5 s of 8.5-10 s in the collector; with
-32 MB, 0.2 s of 5.9-6.8 s (bench/RESULTS.md, sixteenth session).  PyPy
+32 MB, 0.2 s of 5.6-6.8 s (bench/RESULTS.md, sixteenth session).  The
+price is memory: that run peaked at 215 MB against 96 MB, the programs of
+bench/programs at their own horizons at 121-134 MB against 84 MB.  PyPy
 reads the size only from ``PYPY_GC_NURSERY`` at start-up, so ``serq``
 started under PyPy without it executes itself once more with it set
 (about 0.03 s); a value the user set is kept.  The Python API cannot do
