@@ -74,7 +74,7 @@ pool kv[32] { cap 4096; block 16; }
 stage e[32] : step { budget 512; cost 0.001 + 0.0001 * tokens; memory kv; }
 workload { arrive poisson(400); }
 session { set t0 = now; choose r in 32 by (holders(kv[r])); hold kv[r] (64) { run e[r] prefill (64); }
-          observe r = now - t0; }
+          observe latency = now - t0; }
 run { horizon 2; warmup 0.2; seed 3; }
 """
 

@@ -19,7 +19,7 @@ PROGRAM = """
 pool kv { cap 4096; block 16; }
 stage engine : step { budget 512; cost 0.001 + 0.0001 * tokens; memory kv; }
 workload { arrive poisson(5); }
-session { set t0 = now; hold kv (64) { run engine prefill (64); } observe r = now - t0; }
+session { set t0 = now; hold kv (64) { run engine prefill (64); } observe latency = now - t0; }
 run { horizon 50; seed 2; }
 """
 
@@ -130,7 +130,7 @@ stage solo : step { budget 256; cost 0.001 + 0.0002 * tokens; }
 stage zero : step { budget 256; cost -0.0 + 0.0002 * tokens; }
 stage plus : step { budget 256; cost 0.0 + 0.0002 * tokens; }
 workload { arrive poisson(5); }
-session { set t0 = now; choose r in 3 by (holders(kv[r])); hold kv[r] (64) { run e[r] prefill (64); } observe r = now - t0; }
+session { set t0 = now; choose r in 3 by (holders(kv[r])); hold kv[r] (64) { run e[r] prefill (64); } observe latency = now - t0; }
 run { horizon 5; seed 2; }
 """
 
