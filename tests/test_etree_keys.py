@@ -81,6 +81,9 @@ def _shuffle_state(g, sim):
             if g.random() < 0.5 else {}
         p.holders = [None] * g.randrange(3)
         p.queue = [None] * g.randrange(3)
+        # (as the simulator does where a pool changes: the family counts of
+        # a choose's reading are the recorded ones but for the pools touched)
+        sim.touched.add(p)
     for st in sim.stages:
         st.serving = g.randrange(3)
         st.waiting = new_fifo()
@@ -276,3 +279,35 @@ def test_a_hold_expression_read_again_inside_its_reading_keeps_each_session():
     assert fn(_Session([1.0])) == 1.5
     assert inner == [10.5]
     assert fn.x.a is None and fn.x.session is None
+
+
+@pytest.mark.skipif(not codegen.NATIVE_CORE, reason="the family counts are read where trees are")
+def test_a_family_read_takes_the_recorded_counts_and_the_touched_live(tmp_path):
+    # kv[6]: each member recorded with some holders and queued; then some
+    # change and are touched (not yet recorded), as within an event
+    path = tmp_path / "fam.sq"
+    path.write_text(PROGRAM.replace("kv[4]", "kv[6]").replace("in 4 by", "in 6 by"))
+    s = Simulator(compile_program(str(path)))
+    s.start_recording([])  # (what the run's start does: pools record to the clock)
+    g = random.Random(7)
+    kv = [p for p in s.pools if p.name == "kv"]
+    assert [p.fam_at for p in kv] == list(range(6)) and len({id(p.family) for p in kv}) == 1
+    base = s.pools.index(kv[0])
+    for trial in range(200):
+        for p in kv:
+            p.holders = [None] * g.randrange(4)
+            p.queue = [None] * g.randrange(4)
+            p.record(s.now)
+        s.touched.record_all(s.now)  # (the event's end: nothing touched)
+        for p in g.sample(kv, g.randrange(4)):
+            p.holders = [None] * g.randrange(4)
+            p.queue = [None] * g.randrange(4)
+            s.touched.add(p)
+        for holders in (True, False):
+            n = g.randrange(1, 7)
+            out = etree.vec[float]([0.0] * n)
+            assert etree._family_each(s.pools, base, n, holders, out)
+            want = [float(len(p.holders) if holders else len(p.queue)) for p in kv[:n]]
+            assert list(out) == want, (trial, holders)
+    # pools that are not one family's members in order read as before
+    assert not etree._family_each(s.pools, base + 1, 6, True, etree.vec[float]([0.0] * 6))

@@ -46,6 +46,7 @@ from ..ir import nodes as ir
 from .arith import fceil, fdiv, fexp, ffloor, fln, fmax, fmin, fpow, fsqrt
 from .codegen import NATIVE_CORE, _pure
 from .pools import Pool, keys_less, total_less
+from .recorded import TOUCHED_LIST
 from .stages import Stage
 from .step_plan import StepContext
 
@@ -375,6 +376,8 @@ class PoolRead(MemberRead):
         q = self.qi
         base = self.base
         j: "i64" = 0
+        if (q == 2 or q == 3) and _family_each(pools, base, n, q == 2, out):
+            return
         if q == 2:  # (holders and queued, a router's: no call per member)
             while j < n:
                 out[j] = float(len(pools[base + j].holders))
@@ -387,6 +390,40 @@ class PoolRead(MemberRead):
             while j < n:
                 out[j] = _pool_value(pools[base + j], q)
                 j += 1
+
+
+def _family_each(pools: List[Pool], base: "i64", n: "i64", holders: bool,
+                 out: vec[float]) -> bool:
+    """``PoolRead.each`` of holders (else queued) of members ``base ..
+    base + n - 1``, from their family's counts (pools.py ``FamilyCounts``)
+    and the live counts of those the current event touched; False where
+    those pools are not one family's members in order."""
+    if not TOUCHED_LIST or base + n > len(pools) or n <= 0:
+        return False
+    p0 = pools[base]
+    f = p0.family
+    if f is None or pools[base + n - 1].family is not f:
+        return False
+    off: "i64" = p0.fam_at
+    v = f.holders if holders else f.queued
+    if off + n > len(v):
+        return False
+    j: "i64" = 0
+    while j < n:
+        out[j] = v[off + j]
+        j += 1
+    t = p0.touched
+    items = t.items
+    k: "i64" = 0
+    m: "i64" = t.n
+    while k < m:
+        r = items[k]
+        if isinstance(r, Pool) and r.family is f:
+            i: "i64" = r.fam_at - off
+            if 0 <= i < n:
+                out[i] = float(len(r.holders)) if holders else float(len(r.queue))
+        k += 1
+    return True
 
 
 def _pool_value(p: Pool, q: "i64") -> float:

@@ -128,6 +128,41 @@ def _piece(a: TimeAverage, v: float, now: float) -> None:
         a.value = v
 
 
+class FamilyCounts(object):
+    """The holders and the queued of a pool family's members as their last
+    ``record`` set them, member ``k`` at index ``k``, side by side in
+    vectors of machine doubles: a router's choose reads every member's at
+    every arrival (etree.py ``PoolRead.each``), and 256 pools' lists are
+    768 places in memory where these are 4 KB.  A member the current event
+    changed and has not recorded yet is in ``sim.touched``: the reader
+    takes its live count instead."""
+
+    def __init__(self, n: int) -> None:
+        self.holders: vec[float] = vec[float]([0.0] * n)
+        self.queued: vec[float] = vec[float]([0.0] * n)
+
+
+def join_families(pools: List["Pool"]) -> None:
+    """A ``FamilyCounts`` for each pool family whose members ``0..n-1`` lie
+    in ``pools`` side by side in order (as the linker lists them); other
+    pools keep none."""
+    i = 0
+    while i < len(pools):
+        p = pools[i]
+        if p.member != 0:
+            i += 1
+            continue
+        n = 1
+        while i + n < len(pools) and pools[i + n].name == p.name and pools[i + n].member == n:
+            n += 1
+        f = FamilyCounts(n)
+        for k in range(n):
+            q = pools[i + k]
+            q.family = f
+            q.fam_at = k
+        i += n
+
+
 class Pool(Recorded):
     # Typed for the compiled core (what the eviction loop reads natively).
     used: float
@@ -159,6 +194,8 @@ class Pool(Recorded):
     evict_keys: Any
     spill: Any
     averages: List[TimeAverage]
+    family: Optional[FamilyCounts]
+    fam_at: int
 
     def __init__(self, sim, index, decl, compiler):
         self.sim = sim
@@ -211,6 +248,8 @@ class Pool(Recorded):
         self.sig_reserved = 0.0
         self.sig_blocked = False
         self.synced = -1
+        self.family = None  # (join_families)
+        self.fam_at = 0
         # serq's extensions: the units an admission leaves free, and
         # first-fit admission (``ff_key``: the state of the last scan that
         # admitted nothing; ``qver`` counts the queue's changes)
@@ -254,6 +293,10 @@ class Pool(Recorded):
         self.sig_holders = holders
         self.sig_reserved = reserved
         self.sig_blocked = blocked
+        f = self.family
+        if f is not None:
+            f.holders[self.fam_at] = float(holders)
+            f.queued[self.fam_at] = float(queued)
         # the pieces left for later, up to the current event (Stage.set_values)
         ticks: vec[float] = self.clock.ticks
         k = len(ticks) - 1

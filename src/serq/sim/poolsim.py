@@ -9,7 +9,7 @@ from ..errors import RunError
 from .exprs import fmt
 from .fifoq import FifoQueue
 from .holds import HoldRun, Lease, PoolSpec, Preempted, infinite_units, try_grow
-from .pools import EPS, Pool, Waiting, round_up, total_key
+from .pools import EPS, Pool, Waiting, join_families, round_up, total_key
 from .recorded import Recorded
 from .timeavg import TimeAverages
 
@@ -78,6 +78,7 @@ class PoolSim(TimeAverages):
         # (typed: compiled, ``sim.pools[i]`` and the counters are native)
         self.pools: List[Pool] = [Pool(self, i, p, self.compiler)
                                   for i, p in enumerate(prog.pools)]
+        join_families(self.pools)
         # Legs and sessions counted stuck: each at most once in all, on the
         # first pool where it is stuck (0.1.3); session -> that pool's index
         self.stuck_sessions: Dict[Any, int] = {}
