@@ -12,7 +12,7 @@ from heapq import heapify, heappop, heappush  # (module globals: no attribute re
 import math
 from typing import Any, Dict, Final, List, Optional, Tuple
 
-from ..floatvec import vec
+from ..floatvec import COMPILED, vec
 from ..report.replay import replay_all
 from ..report.stats import TimeAverage, Welford
 from .recorded import Recorded, Touched, catch_up_together
@@ -145,7 +145,10 @@ class FamilyCounts(object):
 def join_families(pools: List["Pool"]) -> None:
     """A ``FamilyCounts`` for each pool family whose members ``0..n-1`` lie
     in ``pools`` side by side in order (as the linker lists them); other
-    pools keep none."""
+    pools keep none, and so do all where the core is interpreted (no tree
+    reads the counts there)."""
+    if not COMPILED:
+        return
     i = 0
     while i < len(pools):
         p = pools[i]
