@@ -348,6 +348,7 @@ class StubSession(object):
         self.serial = serial
         self.a = [float(serial)]
         self.alive = True
+        self.cached_in = ()  # (the pools whose entries name it: Pool.keep adds)
 
 
 EVICT_KEYS = {

@@ -25,6 +25,7 @@ from .rng_batch import StatementStreams, WorkloadStreams
 from .samples import Observation, RunningObservation
 from .exprs import Compiler, fmt
 from .fold import prepare as prepare_fold
+from .pools import let_go
 from .recorded import Recorded
 from .session import Interpreter, Session
 from .settle import READY_LIMIT, Settle
@@ -488,6 +489,8 @@ class Simulator(Settle):
             for lease in list(s.leases):
                 self.end_lease(lease)
         s.alive = False
+        if s.cached_in:
+            let_go(s)
         if self.session_turns is not None:
             self.session_turns[s.serial] = s.turns
         self.spawned_dead += 1  # (``s.alive`` is now False: it leaves ``live_roots``)

@@ -57,6 +57,27 @@ class CacheEntry(object):
         self.member = False  # in its pool's entries or dead (Pool.lru)
 
 
+def names(session: Any, pool: Any) -> None:
+    """``pool`` has an entry that names ``session`` (Session.cached_in)."""
+    kept = session.cached_in
+    if not kept:
+        session.cached_in = [pool]
+    elif pool not in kept:
+        kept.append(pool)
+
+
+def let_go(session: Any) -> None:
+    """An ended session's entries stop naming it: what they read of it
+    from now on is their snapshot, as for any entry of an ended session
+    (``live`` is false either way)."""
+    serial = session.serial
+    for pool in session.cached_in:
+        e = pool.entries.get(serial)
+        if e is not None and e.session is session:
+            e.session = None
+    session.cached_in = ()
+
+
 class Waiting(object):
     """A hold waiting in a pool's queue."""
     __slots__ = ("run", "since", "seq", "resumed", "waited")
@@ -362,6 +383,7 @@ class Pool(Recorded):
                 self.touched.add(self)
                 return limit
         e.member = False
+        e.session = None  # (out of the pool: it names no session, see let_go)
         self.cached -= units
         self.touched.add(self)
         return units
@@ -373,6 +395,7 @@ class Pool(Recorded):
         old = self.entries.pop(session.serial, None)
         if old is not None:
             old.member = False
+            old.session = None
             self.cached -= old.units
             self.touched.add(self)
         if self.used + self.cached + units > self.cap + EPS:
@@ -392,6 +415,7 @@ class Pool(Recorded):
         sim.release_seq += 1
         e = CacheEntry(session.serial, units, sim.now, sim.release_seq, list(session.a), session)
         self.entries[session.serial] = e
+        names(session, self)
         self.join_lru(e)
         self.cached += units
         self.touched.add(self)
@@ -400,6 +424,7 @@ class Pool(Recorded):
         e = self.entries.pop(serial, None)
         if e is not None:
             e.member = False
+            e.session = None
             self.cached -= e.units
             self.touched.add(self)
 
@@ -474,6 +499,8 @@ class Pool(Recorded):
                 del self.entries[e.serial]
         if self.spill is not None:
             self.spill_piece(e, piece)
+        if not e.member:
+            e.session = None  # (evicted whole, and spilled: see let_go)
 
     def spill_piece(self, e, piece):
         to, via, work_f, when_f = self.spill
@@ -518,6 +545,8 @@ class Pool(Recorded):
                 mine = CacheEntry(e.serial, 0.0, sim.now, sim.release_seq, e.snapshot,
                                   e.session)
                 self.entries[e.serial] = mine
+                if e.session is not None:
+                    names(e.session, self)
         mine.units += piece
         mine.released = sim.now
         mine.seq = sim.release_seq

@@ -51,7 +51,7 @@ class Session(object):
                  "steps", "ready_at", "ready_count", "turns", "trace_turns", "trace_next",
                  "alive", "holds", "leases", "legs", "waiting_in", "cancel", "waited",
                  "admission", "preempt_memory", "ending", "step_job", "itl_turn",
-                 "itl_at", "itl_dec", "itl_preempted")
+                 "itl_at", "itl_dec", "itl_preempted", "cached_in")
 
     def __init__(self, serial: Any, attrs: List[float], rng: Any,
                  leg_of: "Optional[Session]" = None) -> None:
@@ -93,6 +93,12 @@ class Session(object):
         self.itl_at: float = 0.0
         self.itl_dec: bool = False
         self.itl_preempted: bool = False  # preempted since its last token
+        # The pools whose cache entries name this (root) session: an empty
+        # tuple until the first, then a list.  At the session's end the
+        # entries let go of it (Simulator.finish), so that an ended session
+        # is freed at once, not kept, with its stream and generator, until
+        # its entries are evicted.
+        self.cached_in: Any = ()
 
     def root(self) -> "Session":
         return self.leg_of if self.leg_of is not None else self
