@@ -36,6 +36,50 @@ def _treed(x: StepContext) -> Any:
 class Step(Stage):
     kind = "step"
 
+    # The fields every iteration reads (a folded one reads little else),
+    # declared before ``__init__`` assigns them: compiled, a native class
+    # lays its fields out in the order they are declared, so these sit
+    # together in a few cache lines right after the base classes' fields
+    # (at 256 replicas a stage is cold when its next iteration ends: each
+    # line read is a miss).
+    end_entry: Any
+    running: "Optional[Assignment]"
+    residents: "List[StepJob]"
+    ctx: StepContext
+    admits: "List[Pool]"
+    itl: ItlHistogram
+    entry_free: bool
+    fold_ok: bool
+    decode_launch: bool
+    running_pre: bool
+    running_dec: bool
+    preempted_now: bool
+    idle_with_work: bool
+    cost_totals: bool
+    preempt_count: int
+    folded: int
+    iterations: int
+    running_decodes: float
+    iter_start: float
+    served_total: float
+    # The mix averages (time shares of prefill-only, decode-only and mixed
+    # iterations, and the mean decodes), accumulated as IntervalAverage
+    # does, here rather than in four objects of their own; ``close`` hands
+    # them to the stats' IntervalAverages, which the report reads.
+    mix_start: float
+    area_prefill_only: float
+    area_decode_only: float
+    area_mixed: float
+    area_decodes: float
+    memory: Optional[int]
+    budget_tree: "Optional[etree.Node]"
+    chunk_tree: "Optional[etree.Node]"
+    budget: "Callable[[StepContext], Any]"
+    chunk: "Callable[[StepContext], Any]"
+    on_iteration_end: "Callable[[Any], None]"
+    decode_batch: Welford
+    decode_step: Welford
+
     def __init__(self, sim: "Simulator", index: int, name: str, member: Optional[int], spec: Any,
                  compiler: Any) -> None:
         Stage.__init__(self, sim, index, name, member)
@@ -48,11 +92,11 @@ class Step(Stage):
         self.budget_tree = etree.build(spec.budget, sim, c)
         self.chunk_tree = etree.build(spec.chunk, sim, c)
         self.cost_tree = etree.build(spec.cost, sim, c)
-        self.budget: Callable[[StepContext], Any] = (
+        self.budget = (
             _treed if self.budget_tree is not None else c.fast(spec.budget))
         self.cost: Callable[[StepContext], Any] = (
             _treed if self.cost_tree is not None else c.fast(spec.cost))
-        self.chunk: Callable[[StepContext], Any] = _treed
+        self.chunk = _treed
         if self.chunk_tree is None:
             self.chunk = c.fast(spec.chunk)
             if reads_attrs(spec.chunk):
@@ -66,17 +110,17 @@ class Step(Stage):
         self.budget_totals = reads_totals(spec.budget, spec.chunk)
         self.cost_totals = reads_totals(spec.cost)
         self.serve_totals = not self.exclusive and reads_totals(spec.serve)
-        self.memory: Optional[int] = spec.memory
+        self.memory = spec.memory
         self.body: Optional[List[Any]] = spec.iteration
         self.compiler: Any = compiler
         # The decode-only planning shortcut (plan_decodes) serves the
         # default procedure in admission order only.
         self.fast = self.body is None and not self.exclusive and not self.serve_keys
         self.compiled_cache: Dict[int, Callable[[StepContext], Any]] = {}
-        self.residents: List[StepJob] = []
+        self.residents = []
         self.changes = 0  # count of insertions into / removals from residents
         # the assignment of the running iteration: (job, tokens) pairs
-        self.running: Optional[Assignment] = None
+        self.running = None
         self.ctx = StepContext(sim.machine_rng)
         self.iterations = 0
         self.served_total = 0.0
@@ -84,25 +128,30 @@ class Step(Stage):
         self.preempted_now = False
         # budget left, while an admission's header is read
         self.planning_left: Optional[float] = None
-        self.admits: List[Pool] = []  # pools this stage admits (set by the simulator)
+        self.admits = []  # pools this stage admits (set by the simulator)
         # ``self.iteration_end`` made once (not a bound method per iteration)
-        self.on_iteration_end: Callable[[Any], None] = self.iteration_end
+        self.on_iteration_end = self.iteration_end
         st = self.stats
         # the step statistics, in the stats (the report reads them there)
         # and typed here, so that compiled, the loop reaches them natively
-        self.avg_prefill_only = st.prefill_only = IntervalAverage()
-        self.avg_decode_only = st.decode_only = IntervalAverage()
-        self.avg_mixed = st.mixed = IntervalAverage()
-        self.avg_decodes = st.decodes = IntervalAverage()
+        st.prefill_only = IntervalAverage()
+        st.decode_only = IntervalAverage()
+        st.mixed = IntervalAverage()
+        st.decodes = IntervalAverage()
+        self.mix_start = 0.0
+        self.area_prefill_only = 0.0
+        self.area_decode_only = 0.0
+        self.area_mixed = 0.0
+        self.area_decodes = 0.0
         self.iter_start = 0.0
         # decode folding (fold.py): whether this stage may fold in this run,
         # and the heap entry of its running iteration's end
         self.fold_ok = False
         self.folded = 0  # iterations run folded (tests, bench)
-        self.end_entry: Any = None
+        self.end_entry = None
         # whether ``end_entry`` has left the heap and may be pushed again as
         # the next iteration's end (fold.py sets it where it pops one)
-        self.entry_free: bool = False
+        self.entry_free = False
         # the running iteration is every resident's decode (``plan_decodes``,
         # or a folded one): its end may start a stretch
         self.decode_launch = False
@@ -748,30 +797,47 @@ class Step(Stage):
     def account(self, now: float) -> None:
         """The running iteration's share of the mix averages, up to ``now``
         (at its end, or at the run's end for one still running)."""
-        # (an iteration is one of the three kinds: the other two averages
-        # would add 0 * (now - t0) = +0.0 to a sum that is never -0.0, which
-        # leaves its bits as they are, so they are not read at all; at 256
-        # replicas each average read is a cache miss)
+        # (IntervalAverage.add, inline, of the average of the iteration's
+        # kind and of the decodes: an iteration is one of the three kinds,
+        # and the other two would add 0 * (now - lo) = +0.0 to a sum that is
+        # never -0.0, which leaves its bits as they are)
         pre = self.running_pre
         dec = self.running_dec
         t0 = self.iter_start
-        if pre:
-            (self.avg_mixed if dec else self.avg_prefill_only).add(t0, now, 1.0)
-        elif dec:
-            self.avg_decode_only.add(t0, now, 1.0)
-        d = self.running_decodes
-        if d != 0.0:
-            self.avg_decodes.add(t0, now, d)
+        start = self.mix_start
+        lo = t0 if t0 > start else start
+        if now > lo:
+            if pre:
+                if dec:
+                    self.area_mixed += 1.0 * (now - lo)
+                else:
+                    self.area_prefill_only += 1.0 * (now - lo)
+            elif dec:
+                self.area_decode_only += 1.0 * (now - lo)
+            d = self.running_decodes
+            if d != 0.0:
+                self.area_decodes += d * (now - lo)
 
     def close(self, end: float) -> None:
+        """The run's end: the running iteration's share, and the mix
+        averages handed to the stats' IntervalAverages."""
         if self.running is not None:
             self.account(end)
+        st = self.stats
+        start = self.mix_start
+        for avg, area in ((st.prefill_only, self.area_prefill_only),
+                          (st.decode_only, self.area_decode_only),
+                          (st.mixed, self.area_mixed), (st.decodes, self.area_decodes)):
+            avg.start = start
+            avg.area = area
 
     def restart(self, now: float) -> None:
         Stage.restart(self, now)
-        for avg in (self.avg_prefill_only, self.avg_decode_only, self.avg_mixed,
-                    self.avg_decodes):
-            avg.restart(now)
+        self.mix_start = now
+        self.area_prefill_only = 0.0
+        self.area_decode_only = 0.0
+        self.area_mixed = 0.0
+        self.area_decodes = 0.0
 
     preempt_count = 0
     running_pre = False
