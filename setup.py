@@ -25,6 +25,7 @@ CORE = [
     "serq/sim/rng.py",
     "serq/sim/samples.py",
     "serq/sim/etree.py",
+    "serq/sim/etree_choose.py",
     "serq/sim/rng_chacha.py",
     "serq/sim/rng_seed.py",
     "serq/sim/rng_batch.py",

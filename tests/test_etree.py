@@ -80,7 +80,7 @@ def test_trees_give_the_bits_of_the_functions_and_closures(sim):
     compiler = sim.compiler
     for _ in range(600):
         e = _expr(g, g.randrange(1, 5))
-        tree = etree._tree(e, sim, compiler, None)
+        tree = etree.tree_of(e, sim, compiler, None)
         assert tree is not None, e
         fast, closure = compiler.fast(e), compiler.expr(e)
         for _ in range(4):
@@ -103,7 +103,7 @@ def test_trees_give_the_bits_of_the_functions_and_closures(sim):
     ir.Call("Max", [ir.ArgExpr(ir.Ctx("Ntok")), ir.ArgExpr(ir.Sample("Exp", [ir.Num(2.0)]))]),
 ])
 def test_anything_else_gets_no_tree(sim, e):
-    assert etree._tree(e, sim, sim.compiler, None) is None
+    assert etree.tree_of(e, sim, sim.compiler, None) is None
 
 
 def test_a_step_stage_reads_its_trees_where_the_core_is_compiled(sim):
@@ -119,7 +119,7 @@ def test_a_step_stage_reads_its_trees_where_the_core_is_compiled(sim):
     # (the tree and the function the interpreted core reads give the same
     # bits; compiled, the stage keeps only the tree)
     cost = sim.prog.stages[0].kind.cost
-    assert _bits(etree._tree(cost, sim, sim.compiler, None).ev(ctx)) == \
+    assert _bits(etree.tree_of(cost, sim, sim.compiler, None).ev(ctx)) == \
         _bits(sim.compiler.fast(cost)(ctx)) == _bits(st.read_cost(ctx))
 
 

@@ -1,5 +1,5 @@
 """``choose`` keys and a hold's expressions as typed trees
-(src/serq/sim/etree.py ``build_keys``, ``choose_least``, ``SessionFn``,
+(src/serq/sim/etree_choose.py ``build_keys``, ``choose_least``; etree.py ``SessionFn``,
 ``MemberFn``): over random pool and stage states, a tree reads the bits
 the generated function reads, raises the same error on an index that names
 no member, and the native loop picks the member the interpreted one picks;
@@ -15,7 +15,7 @@ import pytest
 from serq.compiler import compile_program
 from serq.errors import RunError
 from serq.ir import nodes as ir
-from serq.sim import codegen, etree
+from serq.sim import codegen, etree, etree_choose
 from serq.sim.engine import NoSession, Simulator
 from serq.sim.fifoq import new_fifo
 from serq.sim.session import CHOOSE, _choose_one
@@ -120,7 +120,7 @@ def _trees(sim, keys, chosen=-1):
     trees are checked interpreted too); ``chosen``: the slot of the choose's
     variable, which a member's index reads as an integer."""
     k = etree.Keys(sim.pools, sim.stages, sim.compiler, chosen)
-    trees = [etree._tree(e, sim, sim.compiler, k) for e in keys]
+    trees = [etree.tree_of(e, sim, sim.compiler, k) for e in keys]
     return None if any(t is None for t in trees) else trees
 
 
@@ -162,19 +162,19 @@ def test_the_native_choice_picks_the_interpreted_choice(sim):
         else:
             op = (CHOOSE, 0, lambda s: float(n), fns, None, None, None)
             want = _outcome(lambda: sim.interp.choose(s, op) or a1[0])
-        got = _outcome(lambda: etree.choose_least(trees, StepContext(None), _Session(a2), a2,
+        got = _outcome(lambda: etree_choose.choose_least(trees, StepContext(None), _Session(a2), a2,
                                                   0, n))
         assert got == want, (keys, n, got, want)
         # the slot left unset while the keys are read, where no tree reads
         # it other than as a member's index: the same choice
         k = etree.Keys(sim.pools, sim.stages, c, 0)
         for e in keys:
-            etree._tree(e, sim, c, k)
+            etree.tree_of(e, sim, c, k)
         if not k.reads:
             # (and where the one key is read node by node for every member,
             # Node.each, the same choice again)
             a3 = [-7.0] + rest
-            chooser = etree.Chooser(trees, False)
+            chooser = etree_choose.Chooser(trees, False)
             batched += n <= chooser.alike
             got = _outcome(lambda: chooser.least(_Session(a3), a3, 0, n))
             assert got == want, (keys, n, got, want)
@@ -197,7 +197,7 @@ def test_the_program_picks_through_the_trees_where_the_core_is_compiled(sim):
     ops = [op for code in sim.interp.code for op in code if op[0] == CHOOSE]
     assert len(ops) == 1
     assert (ops[0][4] is not None) == codegen.NATIVE_CORE
-    built = etree.build_keys([ir.Attr(0)], sim, sim.compiler, sim.pools, sim.stages)
+    built = etree_choose.build_keys([ir.Attr(0)], sim, sim.compiler, sim.pools, sim.stages)
     assert (built is not None) == codegen.NATIVE_CORE
 
 

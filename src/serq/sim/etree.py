@@ -18,8 +18,8 @@ step context has) gets no tree: ``build`` returns None and the stage calls
 the generated function, as before.
 
 A ``choose`` key is a tree of the same classes over a session's
-attributes (``build_keys``): the context's ``a`` is the session's, and a
-key may read an attribute and the queries of a pool or stage member, the
+attributes (``build_keys``, in etree_choose.py): the context's ``a`` is
+the session's, and a key may read an attribute and the queries of a pool or stage member, the
 member's index read first, as the generated source does: the plain
 readings (``used``, ``free``, ``holders``, ``queued``, ``queue``, ``busy``)
 and ``cachedin`` are read here, any other query is the simulator's own
@@ -45,7 +45,7 @@ from ..floatvec import vec
 from ..ir import nodes as ir
 from .arith import fceil, fdiv, fexp, ffloor, fln, fmax, fmin, fpow, fsqrt
 from .codegen import NATIVE_CORE, _pure
-from .pools import Pool, keys_less, total_less
+from .pools import Pool
 from .recorded import TOUCHED_LIST
 from .stages import Stage
 from .step_plan import StepContext
@@ -599,26 +599,9 @@ def build(e: Any, sim: "Clock", compiler: Any) -> Optional[Node]:
     key = repr(e)
     if key in trees:
         return trees[key]
-    t = _tree(e, sim, compiler, None)
+    t = tree_of(e, sim, compiler, None)
     trees[key] = t
     return t
-
-
-def build_keys(keys: List[Any], sim: "Clock", compiler: Any, pools: List[Pool],
-               stages: List[Stage], chosen: int = -1) -> "Optional[Chooser]":
-    """The trees of a ``choose``'s keys, or None where one has a node no
-    tree says (or the core is interpreted).  ``chosen`` is the slot of the
-    choose's variable: a member it indexes reads it as an integer."""
-    if not NATIVE_CORE:
-        return None
-    k = Keys(pools, stages, compiler, chosen)
-    out: List[Node] = []
-    for e in keys:
-        t = _tree(e, sim, compiler, k)
-        if t is None:
-            return None
-        out.append(t)
-    return Chooser(out, k.reads or chosen < 0)
 
 
 def build_session(e: Any, sim: Any, compiler: Any) -> Optional[SessionFn]:
@@ -627,7 +610,7 @@ def build_session(e: Any, sim: Any, compiler: Any) -> Optional[SessionFn]:
     node no tree says (or the core is interpreted)."""
     if not NATIVE_CORE:
         return None
-    t = _tree(e, sim, compiler, Keys(sim.pools, sim.stages, compiler))
+    t = tree_of(e, sim, compiler, Keys(sim.pools, sim.stages, compiler))
     return None if t is None else SessionFn(t)
 
 
@@ -637,7 +620,7 @@ def build_gauge(e: Any, sim: Any, compiler: Any) -> Optional[GaugeFn]:
     attribute, which a gauge's context has none of)."""
     if not NATIVE_CORE or any(type(x) is ir.Attr for x in ir.walk(e)):
         return None
-    t = _tree(e, sim, compiler, Keys(sim.pools, sim.stages, compiler))
+    t = tree_of(e, sim, compiler, Keys(sim.pools, sim.stages, compiler))
     return None if t is None else GaugeFn(t)
 
 
@@ -649,122 +632,16 @@ def build_member(r: Any, sim: Any, compiler: Any) -> Optional[MemberFn]:
     return None if m is None else MemberFn(m)
 
 
-class Chooser(object):
-    """A ``choose``'s keys as trees (``build_keys``), read for every member
-    by ``choose_least``.  ``sets``: the session's attribute of the choose's
-    variable must hold each member while its keys are read, because a tree
-    reads that attribute (not as the index of a member: that is
-    ``x.chosen``) or calls the simulator with the session.  Where not, the
-    caller sets it once, to the choice: no tree can tell.  ``alike``: up
-    to how many members the one key is read node by node (``_alike``);
-    -1: never."""
-
-    def __init__(self, trees: List[Node], sets: bool) -> None:
-        self.trees = trees
-        self.sets = sets
-        self.x = StepContext(None)
-        self.alike = _alike(trees[0]) if len(trees) == 1 and not sets else -1
-        self.values = vec[float]()  # (the key of each member, where read alike)
-
-    def least(self, s: Any, a: List[float], slot: int, n: int) -> float:
-        if n <= self.alike:
-            self.values = room(self.values, n)
-        return choose_least(self.trees, self.x, s, a, slot, n, self.sets, self.alike,
-                            self.values)
-
-
-def choose_least(trees: List[Node], x: StepContext, s: Any, a: List[float], slot: int,
-                 n: int, sets: bool = True, alike: int = -1,
-                 values: vec[float] = vec[float]()) -> float:
-    """The member ``j`` in ``0 .. n - 1`` (``a[slot]`` set to each as its
-    keys are read, where ``sets``) of least keys, as
-    session.Interpreter.choose finds it: one key compared as floats in
-    Rust's ``total_cmp`` order (NaN after every number, -0 before +0), ties
-    to the first; several as lists of ``total_key``.  The queries read
-    session ``s``.  Where ``n`` is at most ``alike`` (Chooser), the key's
-    tree reads every member node by node (``Node.each``) into ``values``,
-    which the caller gives ``n`` items at least (Chooser.least)."""
-    x.a = a
-    x.session = s
-    j: "i64"
-    stop: "i64" = n
-    if len(trees) > 1:
-        best: List[float] = []
-        best_j = 0.0
-        for j in range(stop):
-            if sets:
-                a[slot] = float(j)
-            x.chosen = j
-            key = [t.ev(x) for t in trees]
-            if j == 0 or keys_less(key, best):
-                best = key
-                best_j = float(j)
-        return best_j
-    f = trees[0]
-    best_j = 0.0
-    bv = 0.0
-    fj = 0.0  # (j as a float, counted: exact, and no conversion per member)
-    batch = stop <= alike
-    if batch:
-        f.each(x, stop, values)
-    for j in range(stop):
-        if batch:
-            v = values[j]
-        else:
-            if sets:
-                a[slot] = fj
-            x.chosen = j
-            v = f.ev(x)
-        if j == 0:
-            bv = v
-        elif v < bv or not v > bv and (v != bv or v == 0.0) and total_less(v, bv):
-            # (a larger one, or an equal one other than a zero, comes after: no call)
-            bv = v
-            best_j = fj
-        fj += 1.0
-    return best_j
-
-
-#: ``_alike``'s bound where no member is the choose's: any number of members
-_ANY: Final = 1 << 62
-
-
-def _alike(t: Node) -> "i64":
-    """Up to how many members of a choose tree ``t`` can be read node by
-    node (``Node.each``), or -1: where it has only constants, the clock,
-    attributes other than the choose's variable, operations, and readings
-    of pools and stages that are fixed members or the chosen one (for no
-    more members than the array has: past its end the member-by-member
-    reading raises the error); nothing that can fail or change anything."""
-    tt = type(t)
-    if tt is Const or tt is Now or tt is Attr:
-        return _ANY
-    if tt is Arith or tt is And or tt is Or or tt is Math2:
-        ab = cast(Any, t)
-        return min(_alike(ab.a), _alike(ab.b))
-    if tt is Neg or tt is Not or tt is Math1:
-        return _alike(cast(Any, t).a)
-    if tt is Choice:
-        c = cast(Choice, t)
-        return min(_alike(c.test), _alike(c.then), _alike(c.other))
-    if isinstance(t, MemberRead):
-        m = t.m
-        if m.chosen:
-            return m.count
-        return _ANY if m.index is None else -1
-    return -1
-
-
 def _member(r: Any, sim: "Clock", c: Any, keys: "Keys") -> Optional[Member]:
     if r.index is None:
         return Member(r.base, r.count, None, c.index_of(r))
     if type(r.index) is ir.Attr and r.index.slot == keys.chosen:
         return Member(r.base, r.count, None, c.index_of(r), True)
-    index = _tree(r.index, sim, c, keys)
+    index = tree_of(r.index, sim, c, keys)
     return None if index is None else Member(r.base, r.count, index, c.index_of(r))
 
 
-def _tree(e: Any, sim: "Clock", c: Any, keys: Optional[Keys]) -> Optional[Node]:
+def tree_of(e: Any, sim: "Clock", c: Any, keys: Optional[Keys]) -> Optional[Node]:
     t = type(e)
     if t is ir.Num:
         return Const(float(e.value))
@@ -784,8 +661,8 @@ def _tree(e: Any, sim: "Clock", c: Any, keys: Optional[Keys]) -> Optional[Node]:
         k = _FIELDS.get(e.var)
         return None if k is None else Field(k)
     if t is ir.Binary:
-        a = _tree(e.left, sim, c, keys)
-        b = _tree(e.right, sim, c, keys)
+        a = tree_of(e.left, sim, c, keys)
+        b = tree_of(e.right, sim, c, keys)
         if a is None or b is None:
             return None
         if e.op == "And":
@@ -795,14 +672,14 @@ def _tree(e: Any, sim: "Clock", c: Any, keys: Optional[Keys]) -> Optional[Node]:
         op = _OPS.get(e.op)
         return None if op is None else Arith(op, a, b)
     if t is ir.Unary:
-        a = _tree(e.operand, sim, c, keys)
+        a = tree_of(e.operand, sim, c, keys)
         if a is None:
             return None
         return Neg(a) if e.op == "Neg" else Not(a)
     if t is ir.Cond:
-        test = _tree(e.test, sim, c, keys)
-        then = _tree(e.then, sim, c, keys)
-        other = _tree(e.other, sim, c, keys)
+        test = tree_of(e.test, sim, c, keys)
+        then = tree_of(e.then, sim, c, keys)
+        other = tree_of(e.other, sim, c, keys)
         if test is None or then is None or other is None:
             return None
         return Choice(test, then, other)
@@ -830,7 +707,7 @@ def _tree(e: Any, sim: "Clock", c: Any, keys: Optional[Keys]) -> Optional[Node]:
         return Query(cast(Any, sim).query(e.fun), m)  # (Simulator.query)
     if t is ir.Call:
         args: List[Optional[Node]] = [
-            _tree(a.expr, sim, c, keys) if type(a) is ir.ArgExpr else None for a in e.args]
+            tree_of(a.expr, sim, c, keys) if type(a) is ir.ArgExpr else None for a in e.args]
         if any(a is None for a in args):
             return None
         if e.fun in _MATH1 and len(args) == 1:

@@ -21,7 +21,7 @@ import math
 from typing import Any, Dict, Final, List, Optional
 
 from ..ir import nodes as ir
-from . import etree
+from . import etree, etree_choose
 from . import rng as streams
 from .codegen import BlockWriter
 from .exprs import fmt
@@ -144,8 +144,8 @@ class Interpreter(HoldOps):
         if t is ir.Choose:
             # (the keys are read for every member at every choice)
             # (and where the core is compiled, as typed trees: etree.py)
-            chooser = etree.build_keys(st.key, self.sim, c, self.sim.pools, self.sim.stages,
-                                       st.var)
+            chooser = etree_choose.build_keys(st.key, self.sim, c, self.sim.pools,
+                                              self.sim.stages, st.var)
             # (the None: where the trees' context was, which the chooser keeps)
             return (CHOOSE, st.var, c.expr(st.count), [c.fast(k) for k in st.key], chooser,
                     None, loc)

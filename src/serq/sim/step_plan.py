@@ -133,7 +133,7 @@ class StepContext(object):
     def __init__(self, rng: Any) -> None:
         self.a: Any = None
         self.rng: Any = rng
-        self.chosen: "i64" = 0  # (a choose's member, as etree.choose_least reads its keys)
+        self.chosen: "i64" = 0  # (a choose's member, as etree_choose.choose_least reads its keys)
         self.session: Any = None
         self.nres = 0.0
         self.ndec = 0.0
