@@ -10,12 +10,15 @@ Amounts are floats compared with a tolerance of 1e-9, as in the reference.
 """
 from heapq import heapify, heappop, heappush  # (module globals: no attribute read per call)
 import math
-from typing import Any, Dict, Final, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Final, List, Optional, Tuple
 
 from ..floatvec import COMPILED, vec
 from ..report.replay import replay_all
 from ..report.stats import TimeAverage, Welford
 from .recorded import Recorded, Touched, catch_up_together
+
+if TYPE_CHECKING:
+    from .session import Session  # (typed: compiled, its fields are read natively)
 
 EPS: Final = 1e-9
 
@@ -57,8 +60,9 @@ class CacheEntry(object):
         self.member = False  # in its pool's entries or dead (Pool.lru)
 
 
-def names(session: Any, pool: Any) -> None:
-    """``pool`` has an entry that names ``session`` (Session.cached_in)."""
+def names(session: Any, pool: "Pool") -> None:
+    """``pool`` has an entry that names ``session`` (Session.cached_in;
+    not typed: a pool's tests give it sessions of their own)."""
     kept = session.cached_in
     if not kept:
         session.cached_in = [pool]
@@ -66,11 +70,12 @@ def names(session: Any, pool: Any) -> None:
         kept.append(pool)
 
 
-def let_go(session: Any) -> None:
+def let_go(session: "Session") -> None:
     """An ended session's entries stop naming it: what they read of it
     from now on is their snapshot, as for any entry of an ended session
     (``live`` is false either way)."""
     serial = session.serial
+    pool: Pool
     for pool in session.cached_in:
         e = pool.entries.get(serial)
         if e is not None and e.session is session:
