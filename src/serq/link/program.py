@@ -12,6 +12,7 @@ from ..errors import LinkError, Span
 from ..ir import nodes as ir
 from ..syntax import ast
 from . import consts
+from .consts import fmt, fold_at
 from .exprs import ExprLinker
 from .scope import SUPPLIED, Family, Scope, moment
 from .stmts import BlockLinker, Where, reads_state
@@ -33,12 +34,6 @@ class Overrides:
         self.trace = trace
 
 
-def _fmt(v: float) -> str:
-    if isinstance(v, float) and v.is_integer() and not math.isinf(v):
-        return str(int(v))
-    return str(v)
-
-
 def _end_of(prog: ast.Program) -> Span:
     """Just past the last line of the program with text (1:1 when empty)."""
     lines = (prog.source or "").split("\n")
@@ -47,18 +42,6 @@ def _end_of(prog: ast.Program) -> Span:
     if not lines:
         return Span(prog.file, 1, 1)
     return Span(prog.file, len(lines), len(lines[-1]) + 1)
-
-
-def _fold(e: ast.Expr, scope: Scope, what: str) -> float:
-    try:
-        v = consts.fold(e, scope.lets)
-    except consts.NotConstant as nc:
-        raise LinkError("%s: %s" % (what, nc.reason) if what else nc.reason, nc.node.span,
-                        help="a constant reads numbers, `inf`, `let`s and arithmetic") from None
-    if v != v:
-        raise LinkError("%s is NaN" % what, e.span,
-                        help="a constant is a number or `inf`; `0/0` and `inf - inf` are not")
-    return v
 
 
 class Linker:
@@ -86,7 +69,7 @@ class Linker:
             if it.name in self.ov.sets:
                 expr = self._override_expr(it.name, self.ov.sets[it.name], it.span)
             # a number given for it is placed at the `let`: say where it came from
-            v = _fold(expr, self.scope, "`let %s`" % it.name + (
+            v = fold_at(expr, self.scope, "`let %s`" % it.name + (
                 " (set by `--set %s`)" % it.name
                 if it.name in self.ov.sets and type(expr) is ast.Num else ""))
             self.scope.lets[it.name] = v
@@ -115,17 +98,17 @@ class Linker:
         if self.ov.horizon is not None and self.ov.warmup is None:
             return ("the horizon %s (`--horizon`) is not past the program's warm-up %s: add "
                     "`--warmup T` with T below %s, such as `--warmup %s`"
-                    % (_fmt(horizon), _fmt(warmup), _fmt(horizon), _fmt(horizon / 10)))
+                    % (fmt(horizon), fmt(warmup), fmt(horizon), fmt(horizon / 10)))
         if self.ov.warmup is not None:
             return ("the warm-up %s (`--warmup`) is not below the horizon %s: lower "
-                    "`--warmup` or raise `--horizon`" % (_fmt(warmup), _fmt(horizon)))
+                    "`--warmup` or raise `--horizon`" % (fmt(warmup), fmt(horizon)))
         return None
 
     def run_settings(self) -> dict:
         s = {}
         for it in self.prog.items:
             if type(it) is ast.RunSetting:
-                s[it.key] = (_fold(it.value, self.scope, "run: `%s`" % it.key), it.value)
+                s[it.key] = (fold_at(it.value, self.scope, "run: `%s`" % it.key), it.value)
         out = {}
         if self.ov.horizon is not None:
             out["horizon"] = float(self.ov.horizon)
@@ -146,7 +129,7 @@ class Linker:
             elif self.ov.horizon is None:
                 at = s["horizon"][1].span
             raise LinkError("run: need 0 <= warmup < horizon, with a finite horizon "
-                            "(warmup %s, horizon %s)" % (_fmt(out["warmup"]), _fmt(out["horizon"])),
+                            "(warmup %s, horizon %s)" % (fmt(out["warmup"]), fmt(out["horizon"])),
                             at, help=self._horizon_help(out["warmup"], out["horizon"]))
         if self.ov.seed is not None:
             out["seed"] = int(self.ov.seed)
@@ -154,7 +137,7 @@ class Linker:
             v, node = s["seed"]
             if not (float(v).is_integer() and 0 <= v <= 2 ** 53):
                 raise LinkError("the seed is %s: a count is a whole number from 0 to "
-                                "9007199254740992" % _fmt(v), node.span)
+                                "9007199254740992" % fmt(v), node.span)
             out["seed"] = int(v)
         else:
             out["seed"] = 1
@@ -163,7 +146,7 @@ class Linker:
             v, node = s["arrivals"]
             if not (float(v).is_integer() and 1 <= v <= 2 ** 53):
                 raise LinkError("run: arrivals is %s: a count is a whole number from 1"
-                                % _fmt(v), node.span)
+                                % fmt(v), node.span)
             arrivals = int(v)
         out["arrivals"] = arrivals
         # where `arrivals` is written, for an error about it (None: overridden)
@@ -235,7 +218,7 @@ class Linker:
                             r.name in SUPPLIED or r.name in self.scope.pools or \
                             r.name in self.scope.stages:
                         self.scope.defer(LinkError("register `%s`: the name is taken" % r.name, r.span))
-                    v = _fold(r.init, self.scope, "register `%s`" % r.name)
+                    v = fold_at(r.init, self.scope, "register `%s`" % r.name)
                     if math.isinf(v):
                         self.scope.defer(LinkError("register `%s` starts at %s; a register is finite"
                                         % (r.name, v), r.init.span))
@@ -287,14 +270,14 @@ class Linker:
     def pool(self, d: ast.PoolDecl, caps: List[tuple]) -> List[ir.Pool]:
         fam = self.scope.pools[d.name]
         ctx = "pool `%s`: " % d.name
-        cap = math.inf if d.cap is None else _fold(d.cap, self.scope, "pool `%s`: cap" % d.name)
+        cap = math.inf if d.cap is None else fold_at(d.cap, self.scope, "pool `%s`: cap" % d.name)
         if cap < 0:
-            self.scope.defer(LinkError(ctx + "the cap is %s; a capacity is not negative" % _fmt(cap),
+            self.scope.defer(LinkError(ctx + "the cap is %s; a capacity is not negative" % fmt(cap),
                             d.cap.span, help="write a cap of 0 or more units (or leave it out "
                             "for an unbounded pool)"))
         block = None
         if d.block is not None:
-            block = _fold(d.block, self.scope, "pool `%s`: block" % d.name)
+            block = fold_at(d.block, self.scope, "pool `%s`: block" % d.name)
             if not block > 0:
                 self.scope.defer(LinkError(ctx + "block must be positive", d.block.span))
             elif math.isinf(block):
@@ -343,38 +326,38 @@ class Linker:
         ctx = "pool `%s`: first fit " % d.name
         within = None
         if ff.within is not None:
-            n = _fold(ff.within, self.scope, ctx + "within")
+            n = fold_at(ff.within, self.scope, ctx + "within")
             if math.isinf(n) and n > 0:
                 within = None
             elif not (n >= 1 and float(n).is_integer()):
                 self.scope.defer(LinkError(ctx + "within (%s): it counts the waiting holds tried "
                                            "past the selected one, a whole number of 1 or more"
-                                           % _fmt(n), ff.within.span,
+                                           % fmt(n), ff.within.span,
                                            help="write `within (8)`, or leave `within` out to "
                                            "try every waiting hold"))
             else:
                 within = int(n)
         age = math.inf
         if ff.age is not None:
-            age = _fold(ff.age, self.scope, ctx + "until waited")
+            age = fold_at(ff.age, self.scope, ctx + "until waited")
             if age < 0:
                 self.scope.defer(LinkError(ctx + "until waited (%s): an age is not negative"
-                                           % _fmt(age), ff.age.span,
+                                           % fmt(age), ff.age.span,
                                            help="the selected hold blocks the queue again once "
                                            "it has waited this many seconds; write 0 or more"))
         return ir.FirstFit(within, age)
 
     def watermark(self, d: ast.PoolDecl, cap: float) -> float:
-        w = _fold(d.watermark, self.scope, "pool `%s`: watermark" % d.name)
+        w = fold_at(d.watermark, self.scope, "pool `%s`: watermark" % d.name)
         if w < 0 or math.isinf(w):
             self.scope.defer(LinkError("pool `%s`: the watermark is %s; it is a number of units "
-                                       "of 0 or more" % (d.name, _fmt(w)), d.watermark.span,
+                                       "of 0 or more" % (d.name, fmt(w)), d.watermark.span,
                                        help="an admission leaves this many units free: write a "
                                        "number below the cap"))
             return 0.0  # (refused: the holds are checked as if it were not there)
         elif w >= cap and w > 0:
             self.scope.defer(LinkError("pool `%s`: the watermark %s is not below the cap %s, so "
-                                       "no hold would ever be admitted" % (d.name, _fmt(w), _fmt(cap)),
+                                       "no hold would ever be admitted" % (d.name, fmt(w), fmt(cap)),
                                        d.watermark.span,
                                        help="write a watermark below the cap"))
             return 0.0
@@ -436,10 +419,10 @@ class Linker:
         for i in range(fam.count):
             member = fam.base + i
             if d.kind == "fifo":
-                n = 1.0 if d.servers is None else _fold(d.servers, self.scope, ctx + "servers")
+                n = 1.0 if d.servers is None else fold_at(d.servers, self.scope, ctx + "servers")
                 if not (n >= 1 and float(n).is_integer() and not math.isinf(n)):
                     self.scope.defer(LinkError(ctx + "fifo servers must be a positive integer, found %s"
-                                    % _fmt(n), d.servers.span))
+                                    % fmt(n), d.servers.span))
                     n = 1.0  # (the deferred error is reported; linking goes on)
                 # 0.1.3 stores the count as a u64, saturating: fifo(1e308)
                 # is 2^64 - 1 servers in its IR
@@ -485,7 +468,7 @@ class Linker:
                 if c is not None and c < 0:
                     # 0.1.3 runs it as `chunk 0`
                     self.scope.warn(ctx + "`chunk %s` is negative, and so no limit, as `chunk 0` "
-                                    "is" % _fmt(c), o.chunk.span,
+                                    "is" % fmt(c), o.chunk.span,
                                     help="write `chunk 0` for no limit, or a positive chunk")
                 elif c is not None and c != c:
                     # 0.1.3 runs a NaN chunk as no limit
@@ -493,9 +476,9 @@ class Linker:
                                     help="write `chunk 0` for no limit, or a positive chunk")
         granule = None
         if o.granule is not None:
-            g = _fold(o.granule, self.scope, ctx + "granule")
+            g = fold_at(o.granule, self.scope, ctx + "granule")
             if not g > 0:
-                self.scope.defer(LinkError(ctx + "granule %s: a granule is above 0" % _fmt(g),
+                self.scope.defer(LinkError(ctx + "granule %s: a granule is above 0" % fmt(g),
                                 o.granule.span))
             if o.serve == "exclusive":
                 self.scope.defer(LinkError(ctx + "granule with serve exclusive prefill: a prefill the "
@@ -508,7 +491,7 @@ class Linker:
                     c = None
                 if c is not None and 0 < c < g:
                     self.scope.defer(LinkError(ctx + "granule %s with chunk %s: a prompt longer than the "
-                                    "chunk would never get a token" % (_fmt(g), _fmt(c)),
+                                    "chunk would never get a token" % (fmt(g), fmt(c)),
                                     o.granule.span))
             granule = ir.Num(g)
         sm = moment("Serve", "a serve key", context=ctx, stage=member)
@@ -553,7 +536,7 @@ class Linker:
         if v != v and nan_msg is not None:
             self.scope.defer(LinkError(nan_msg, e.span))
         elif v != v or v < 0 or (strict and v == 0):
-            self.scope.defer(LinkError(msg % _fmt(v), e.span))
+            self.scope.defer(LinkError(msg % fmt(v), e.span))
 
     def istmt(self, s, pm, sm, member):
         t = type(s)
@@ -583,9 +566,9 @@ class Linker:
             return ir.Arrival("None")
         a = wl.arrive
         if a.kind == "poisson":
-            v = _fold(a.arg, self.scope, "`arrive poisson`")
+            v = fold_at(a.arg, self.scope, "`arrive poisson`")
             if not (v > 0 and not math.isinf(v)):
-                raise LinkError("the rate is %s; a rate must be positive and finite" % _fmt(v),
+                raise LinkError("the rate is %s; a rate must be positive and finite" % fmt(v),
                                 a.arg.span)
             return ir.Arrival("Poisson", v)
         if a.kind == "renewal":
@@ -603,14 +586,14 @@ class Linker:
             # `~det(x)` keeps its draw
             if v is not None and not (v > 0 and (det or not math.isinf(v))):
                 self.scope.defer(LinkError("`arrive renewal(%s)`: an interarrival time must be positive"
-                                % _fmt(v), a.arg.span))
+                                % fmt(v), a.arg.span))
             elif v is not None and not det:
                 e = ir.Num(v)
             return ir.Arrival("Renewal", e)
-        v = _fold(a.arg, self.scope, "`arrive %s`" % a.kind)
+        v = fold_at(a.arg, self.scope, "`arrive %s`" % a.kind)
         if not (float(v).is_integer() and 1 <= v <= MAX_COUNT):
             raise LinkError("the %s population is %s: a count is a whole number from 1 to %d"
-                            % ("closed" if a.kind == "closed" else "batch", _fmt(v), MAX_COUNT),
+                            % ("closed" if a.kind == "closed" else "batch", fmt(v), MAX_COUNT),
                             a.arg.span)
         return ir.Arrival("Closed" if a.kind == "closed" else "Batch", int(v))
 
