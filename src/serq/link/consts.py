@@ -5,6 +5,9 @@ Used for ``let`` values and for every constant position of the language
 (``cap``, ``block``, ``fifo`` servers, ``granule``, arrival arguments, run
 settings, register initial values, aggregate counts).  The arithmetic is the
 reference's: IEEE doubles, comparisons and logic giving 0 or 1.
+
+``fold_at`` folds the constant at one such position, with an error that
+names the position; ``fmt`` prints a folded number in the linker's messages.
 """
 import math
 from typing import Dict, Optional
@@ -12,6 +15,7 @@ from typing import Dict, Optional
 from ..errors import LinkError
 from ..syntax import ast
 from ..syntax.constmath import MATH_ARITY, MATH_FUNS, binop, min_max
+from .scope import Scope
 
 
 class NotConstant(Exception):
@@ -113,3 +117,27 @@ def fold(e: ast.Expr, lets: Dict[str, float], extra: Optional[Dict[str, float]] 
             acc = min_max(e.kind, acc, v)
         return acc
     raise NotConstant(e, "not a constant")
+
+
+def fold_at(e: ast.Expr, scope: Scope, what: str) -> float:
+    """The value of the constant at a position ``what`` names (``"pool `P`:
+    cap"``, a message's prefix): ``fold`` over the scope's ``let``s, with a
+    ``LinkError`` naming the position for an expression that is not
+    constant or a value that is NaN."""
+    try:
+        v = fold(e, scope.lets)
+    except NotConstant as nc:
+        raise LinkError("%s: %s" % (what, nc.reason) if what else nc.reason, nc.node.span,
+                        help="a constant reads numbers, `inf`, `let`s and arithmetic") from None
+    if v != v:
+        raise LinkError("%s is NaN" % what, e.span,
+                        help="a constant is a number or `inf`; `0/0` and `inf - inf` are not")
+    return v
+
+
+def fmt(v: float) -> str:
+    """A number as the linker's declarations print it in a message: a whole
+    float without its ``.0``, anything else as ``str`` prints it."""
+    if isinstance(v, float) and v.is_integer() and not math.isinf(v):
+        return str(int(v))
+    return str(v)

@@ -1,9 +1,17 @@
 """The linker's front door: a parsed program (kernel AST) -> the IR.
 
-Order of work (and of the errors a program with several problems sees
-first): constants and overrides, run settings, pools and stages, session
-attributes and observations, the declarations' expressions, the session
-blocks, gauges and claims, then the whole-program checks.
+``Linker.link`` works in this order: constants and overrides, the pool and
+stage families and the stages' registers, session attributes and
+observations, the pool and stage declarations, the workload and the session
+blocks, the pools' keys, gauges and claims, then the run settings.  An
+error is raised where it is found, or deferred: after the run settings the
+first deferred one is raised, by phase (``Scope.phase``: the workload's and
+the session blocks', then the pools', the stages', the gauges' and claims').
+
+The pool declarations are linked by ``PoolsMixin`` (pools.py) and the stage
+declarations by ``StagesMixin`` (stages.py), both part of ``Linker``; the
+expressions by ``ExprLinker`` (exprs.py) and the session blocks by
+``BlockLinker`` (stmts.py).
 """
 import math
 from typing import Dict, List, Optional
@@ -12,8 +20,11 @@ from ..errors import LinkError, Span
 from ..ir import nodes as ir
 from ..syntax import ast
 from . import consts
+from .consts import fmt, fold_at
 from .exprs import ExprLinker
+from .pools import PoolsMixin
 from .scope import SUPPLIED, Family, Scope, moment
+from .stages import StagesMixin
 from .stmts import BlockLinker, Where, reads_state
 
 MAX_COUNT = 1000000
@@ -33,12 +44,6 @@ class Overrides:
         self.trace = trace
 
 
-def _fmt(v: float) -> str:
-    if isinstance(v, float) and v.is_integer() and not math.isinf(v):
-        return str(int(v))
-    return str(v)
-
-
 def _end_of(prog: ast.Program) -> Span:
     """Just past the last line of the program with text (1:1 when empty)."""
     lines = (prog.source or "").split("\n")
@@ -49,19 +54,11 @@ def _end_of(prog: ast.Program) -> Span:
     return Span(prog.file, len(lines), len(lines[-1]) + 1)
 
 
-def _fold(e: ast.Expr, scope: Scope, what: str) -> float:
-    try:
-        v = consts.fold(e, scope.lets)
-    except consts.NotConstant as nc:
-        raise LinkError("%s: %s" % (what, nc.reason) if what else nc.reason, nc.node.span,
-                        help="a constant reads numbers, `inf`, `let`s and arithmetic") from None
-    if v != v:
-        raise LinkError("%s is NaN" % what, e.span,
-                        help="a constant is a number or `inf`; `0/0` and `inf - inf` are not")
-    return v
+class Linker(PoolsMixin, StagesMixin):
+    """One program's link: its constants, run settings, families, session
+    attributes, workload and whole-program checks; the pool and stage
+    declarations live in the mixins."""
 
-
-class Linker:
     def __init__(self, prog: ast.Program, ov: Overrides, parse_expr=None):
         self.prog = prog
         self.ov = ov
@@ -86,7 +83,7 @@ class Linker:
             if it.name in self.ov.sets:
                 expr = self._override_expr(it.name, self.ov.sets[it.name], it.span)
             # a number given for it is placed at the `let`: say where it came from
-            v = _fold(expr, self.scope, "`let %s`" % it.name + (
+            v = fold_at(expr, self.scope, "`let %s`" % it.name + (
                 " (set by `--set %s`)" % it.name
                 if it.name in self.ov.sets and type(expr) is ast.Num else ""))
             self.scope.lets[it.name] = v
@@ -115,17 +112,17 @@ class Linker:
         if self.ov.horizon is not None and self.ov.warmup is None:
             return ("the horizon %s (`--horizon`) is not past the program's warm-up %s: add "
                     "`--warmup T` with T below %s, such as `--warmup %s`"
-                    % (_fmt(horizon), _fmt(warmup), _fmt(horizon), _fmt(horizon / 10)))
+                    % (fmt(horizon), fmt(warmup), fmt(horizon), fmt(horizon / 10)))
         if self.ov.warmup is not None:
             return ("the warm-up %s (`--warmup`) is not below the horizon %s: lower "
-                    "`--warmup` or raise `--horizon`" % (_fmt(warmup), _fmt(horizon)))
+                    "`--warmup` or raise `--horizon`" % (fmt(warmup), fmt(horizon)))
         return None
 
     def run_settings(self) -> dict:
         s = {}
         for it in self.prog.items:
             if type(it) is ast.RunSetting:
-                s[it.key] = (_fold(it.value, self.scope, "run: `%s`" % it.key), it.value)
+                s[it.key] = (fold_at(it.value, self.scope, "run: `%s`" % it.key), it.value)
         out = {}
         if self.ov.horizon is not None:
             out["horizon"] = float(self.ov.horizon)
@@ -146,7 +143,7 @@ class Linker:
             elif self.ov.horizon is None:
                 at = s["horizon"][1].span
             raise LinkError("run: need 0 <= warmup < horizon, with a finite horizon "
-                            "(warmup %s, horizon %s)" % (_fmt(out["warmup"]), _fmt(out["horizon"])),
+                            "(warmup %s, horizon %s)" % (fmt(out["warmup"]), fmt(out["horizon"])),
                             at, help=self._horizon_help(out["warmup"], out["horizon"]))
         if self.ov.seed is not None:
             out["seed"] = int(self.ov.seed)
@@ -154,7 +151,7 @@ class Linker:
             v, node = s["seed"]
             if not (float(v).is_integer() and 0 <= v <= 2 ** 53):
                 raise LinkError("the seed is %s: a count is a whole number from 0 to "
-                                "9007199254740992" % _fmt(v), node.span)
+                                "9007199254740992" % fmt(v), node.span)
             out["seed"] = int(v)
         else:
             out["seed"] = 1
@@ -163,7 +160,7 @@ class Linker:
             v, node = s["arrivals"]
             if not (float(v).is_integer() and 1 <= v <= 2 ** 53):
                 raise LinkError("run: arrivals is %s: a count is a whole number from 1"
-                                % _fmt(v), node.span)
+                                % fmt(v), node.span)
             arrivals = int(v)
         out["arrivals"] = arrivals
         # where `arrivals` is written, for an error about it (None: overridden)
@@ -171,7 +168,7 @@ class Linker:
             "arrivals" in s else None
         return out
 
-    # ------------------------------------------------------- pools and stages
+    # ------------------------------------------------ pool and stage families
 
     def families(self) -> None:
         npool = nstage = 0
@@ -217,31 +214,11 @@ class Linker:
         raise LinkError("%s: a family of %d names a family of %d; families join one for one, or "
                         "one for all" % (what, fam_a.count, fam_b.count), span)
 
-    def registers(self) -> List[ir.Register]:
-        out = []
-        for it in self.prog.items:
-            if type(it) is ast.StageDecl and it.step is not None and it.step.registers:
-                fam = self.scope.stages[it.name]
-                if it.step.iteration is None:
-                    self.scope.defer(LinkError("stage `%s`: a register of a stage without an `iteration` "
-                                    "body, which nothing sets" % it.name, it.step.registers[0].span,
-                                    help="add an `iteration { … }` body that sets it, or drop "
-                                    "the register"))
-                if fam.array:
-                    self.scope.defer(LinkError("stage `%s`: registers are refused on stage arrays" % it.name,
-                                    it.step.registers[0].span))
-                for r in it.step.registers:
-                    if r.name in self.scope.registers or r.name in self.scope.lets or \
-                            r.name in SUPPLIED or r.name in self.scope.pools or \
-                            r.name in self.scope.stages:
-                        self.scope.defer(LinkError("register `%s`: the name is taken" % r.name, r.span))
-                    v = _fold(r.init, self.scope, "register `%s`" % r.name)
-                    if math.isinf(v):
-                        self.scope.defer(LinkError("register `%s` starts at %s; a register is finite"
-                                        % (r.name, v), r.init.span))
-                    self.scope.registers[r.name] = (len(out), fam.base)
-                    out.append(ir.Register(r.name, fam.base, v))
-        return out
+    def _family_of(self, table, base: int) -> Family:
+        for fam in table.values():
+            if fam.base == base:
+                return fam
+        raise AssertionError(base)
 
     # ------------------------------------------------------------- attributes
 
@@ -282,299 +259,6 @@ class Linker:
             elif t is ast.Observe:
                 self.scope.observe(s.name)
 
-    # ------------------------------------------------------------ declarations
-
-    def pool(self, d: ast.PoolDecl, caps: List[tuple]) -> List[ir.Pool]:
-        fam = self.scope.pools[d.name]
-        ctx = "pool `%s`: " % d.name
-        cap = math.inf if d.cap is None else _fold(d.cap, self.scope, "pool `%s`: cap" % d.name)
-        if cap < 0:
-            self.scope.defer(LinkError(ctx + "the cap is %s; a capacity is not negative" % _fmt(cap),
-                            d.cap.span, help="write a cap of 0 or more units (or leave it out "
-                            "for an unbounded pool)"))
-        block = None
-        if d.block is not None:
-            block = _fold(d.block, self.scope, "pool `%s`: block" % d.name)
-            if not block > 0:
-                self.scope.defer(LinkError(ctx + "block must be positive", d.block.span))
-            elif math.isinf(block):
-                # 0.1.3 accepts it, and rounds every demand to NaN blocks
-                self.scope.defer(LinkError(ctx + "`block inf`: a block is a finite number of "
-                                           "units, as no demand fills a whole infinite block",
-                                           d.block.span,
-                                           help="give the block's size in units, or drop `block`"))
-        self.scope.blocks[d.name] = block
-        admit = [None] * fam.count
-        if d.admit_via is not None:
-            sref = self.ex.ref(d.admit_via, "s", moment("Const", "`admit via`"), family_ok=True)
-            sfam = self._family_of(self.scope.stages, sref.base)
-            if d.admit_via.index is not None:
-                admit = [sref.base + int(sref.index.value)] * fam.count
-            else:
-                admit = self.join(fam, sfam, ctx + "`admit via %s`" % d.admit_via.name,
-                                  d.admit_via.span)
-            for a in set(admit):
-                if self.scope.stage_kinds[a] != "step":
-                    self.scope.defer(LinkError(ctx + "`admit via %s`: `%s` is a %s stage; only a step stage "
-                                    "admits a pool's queue" % (d.admit_via.name, d.admit_via.name,
-                                                               self.scope.stage_kinds[a]),
-                                    d.admit_via.span,
-                                    help="admit via a `step` stage, or drop `admit via` to admit "
-                                    "at every settle"))
-            for i, a in enumerate(admit):
-                self.scope.admitted_by.setdefault(a, []).append(fam.base + i)
-        self.scope.admit_stage[d.name] = admit[0] if d.admit_via is not None else None
-        first_fit = None if d.first_fit is None else self.first_fit(d)
-        watermark = 0.0 if d.watermark is None else self.watermark(d, cap)
-        out = []
-        for i in range(fam.count):
-            caps.append((cap, block, watermark))
-            p = ir.Pool(d.name, i if fam.array else None, cap, block)
-            p.reserve_held = d.reserve_held
-            p.admit_via = admit[i]
-            p.first_fit = first_fit
-            p.watermark = watermark
-            out.append(p)
-        return out
-
-    def first_fit(self, d: ast.PoolDecl) -> ir.FirstFit:
-        """``first fit [within (N)] [until waited (T)]``: constants."""
-        ff = d.first_fit
-        ctx = "pool `%s`: first fit " % d.name
-        within = None
-        if ff.within is not None:
-            n = _fold(ff.within, self.scope, ctx + "within")
-            if math.isinf(n) and n > 0:
-                within = None
-            elif not (n >= 1 and float(n).is_integer()):
-                self.scope.defer(LinkError(ctx + "within (%s): it counts the waiting holds tried "
-                                           "past the selected one, a whole number of 1 or more"
-                                           % _fmt(n), ff.within.span,
-                                           help="write `within (8)`, or leave `within` out to "
-                                           "try every waiting hold"))
-            else:
-                within = int(n)
-        age = math.inf
-        if ff.age is not None:
-            age = _fold(ff.age, self.scope, ctx + "until waited")
-            if age < 0:
-                self.scope.defer(LinkError(ctx + "until waited (%s): an age is not negative"
-                                           % _fmt(age), ff.age.span,
-                                           help="the selected hold blocks the queue again once "
-                                           "it has waited this many seconds; write 0 or more"))
-        return ir.FirstFit(within, age)
-
-    def watermark(self, d: ast.PoolDecl, cap: float) -> float:
-        w = _fold(d.watermark, self.scope, "pool `%s`: watermark" % d.name)
-        if w < 0 or math.isinf(w):
-            self.scope.defer(LinkError("pool `%s`: the watermark is %s; it is a number of units "
-                                       "of 0 or more" % (d.name, _fmt(w)), d.watermark.span,
-                                       help="an admission leaves this many units free: write a "
-                                       "number below the cap"))
-            return 0.0  # (refused: the holds are checked as if it were not there)
-        elif w >= cap and w > 0:
-            self.scope.defer(LinkError("pool `%s`: the watermark %s is not below the cap %s, so "
-                                       "no hold would ever be admitted" % (d.name, _fmt(w), _fmt(cap)),
-                                       d.watermark.span,
-                                       help="write a watermark below the cap"))
-            return 0.0
-        return w
-
-    def pool_exprs(self, d: ast.PoolDecl, pools: List[ir.Pool]) -> None:
-        ctx = "pool `%s`: " % d.name
-        stage = self.scope.admit_stage.get(d.name)
-        ev = moment("Evict", "an eviction key", context=ctx)
-        for p in pools:
-            if d.evict is not None:
-                p.evict = [self.ex.expr(k, ev) for k in d.evict]
-            if d.preempt is not None:
-                vm = moment("Victim", "a preempt key", context=ctx)
-                p.preempt = [self.ex.expr(k, vm) for k in d.preempt]
-                p.preempt_tail = d.preempt_tail
-            if d.queue is not None:
-                sm = moment("Select", "a queue key", context=ctx, stage=stage)
-                p.queue = [self.ex.expr(k, sm) for k in d.queue]
-            if d.spill is not None:
-                sp = d.spill
-                for name, table, word in ((sp.to, self.scope.pools, "pool"),
-                                          (sp.via, self.scope.stages, "stage")):
-                    f = table.get(name.name)
-                    if name.index is None and f is not None and f.array and f.count > 1:
-                        # 0.1.3 takes the first member, as serq does
-                        self.scope.warn(ctx + "`spill %s via %s`: `%s` is an array of %d %ss, and "
-                                        "the spill uses its first member, `%s[0]`, alone"
-                                        % (sp.to.name, sp.via.name, name.name, f.count, word,
-                                           name.name), name.span,
-                                        help="spill through a %s declared alone (a spill cannot "
-                                        "name a member `%s[i]`)" % (word, name.name))
-                to = self.ex.ref(sp.to, "p", moment("Const", "a spill tier"), family_ok=True)
-                via = self.ex.ref(sp.via, "s", moment("Const", "a spill link"), family_ok=True)
-                em = moment("Evict", "a spill clause", context=ctx)
-                if to.base == self.scope.pools[d.name].base and to.count == \
-                        self.scope.pools[d.name].count:
-                    self.scope.defer(LinkError(ctx + "`spill %s`: a pool spills into another tier, "
-                                               "not into itself" % sp.to.name, sp.to.span))
-                if self.scope.stage_kinds[via.base] == "step":
-                    self.scope.defer(LinkError(ctx + "`spill … via %s`: `%s` is a step stage, which "
-                                               "runs prefill and decode tokens, not a spill's write"
-                                               % (sp.via.name, sp.via.name), sp.via.span,
-                                               help="name a fifo, ps or delay stage for the write"))
-                p.spill = ir.Spill(to.base + (int(to.index.value) if to.index else 0),
-                                   via.base + (int(via.index.value) if via.index else 0),
-                                   self.ex.expr(sp.work, em), self.ex.expr(sp.when, em))
-
-    def _family_of(self, table, base: int) -> Family:
-        for fam in table.values():
-            if fam.base == base:
-                return fam
-        raise AssertionError(base)
-
-    def stage(self, d: ast.StageDecl) -> List[ir.Stage]:
-        fam = self.scope.stages[d.name]
-        ctx = "stage `%s`: " % d.name
-        out = []
-        for i in range(fam.count):
-            member = fam.base + i
-            if d.kind == "fifo":
-                n = 1.0 if d.servers is None else _fold(d.servers, self.scope, ctx + "servers")
-                if not (n >= 1 and float(n).is_integer() and not math.isinf(n)):
-                    self.scope.defer(LinkError(ctx + "fifo servers must be a positive integer, found %s"
-                                    % _fmt(n), d.servers.span))
-                    n = 1.0  # (the deferred error is reported; linking goes on)
-                # 0.1.3 stores the count as a u64, saturating: fifo(1e308)
-                # is 2^64 - 1 servers in its IR
-                kind = ir.Fifo(min(int(n), 2 ** 64 - 1))
-            elif d.kind == "ps":
-                kind = ir.Ps(self.ex.expr(d.capacity, moment(
-                    "Ps", "a ps stage's capacity", context=ctx, stage=member)))
-                if i == 0:
-                    self._positive(d.capacity, ctx + "`ps(%s)`: a negative capacity makes the "
-                                   "work left grow, more than was ever given", strict=False,
-                                   nan_msg=ctx + "`ps(NaN)`: a NaN capacity finishes no job: every "
-                                   "job run on the stage waits for ever")
-                    if self._const_is(d.capacity, 0.0):
-                        self.scope.warn(ctx + "`ps(0)` serves nothing: every job run on it waits "
-                                        "for ever (the stage reads as busy)", d.capacity.span,
-                                        help="give the stage a capacity above 0")
-            elif d.kind == "delay":
-                kind = ir.Delay()
-            else:
-                kind = self.step(d, fam, member, ctx)
-            out.append(ir.Stage(d.name, kind, i if fam.array else None))
-        return out
-
-    def step(self, d: ast.StageDecl, fam: Family, member: int, ctx: str) -> ir.Step:
-        o = d.step
-        bm = moment("Budget", "a step stage's budget", context=ctx, stage=member)
-        budget = ir.Num(math.inf) if o.budget is None else self.ex.expr(o.budget, bm)
-        chunk = ir.Num(0.0) if o.chunk is None else self.ex.expr(
-            o.chunk, bm.replace(name="a step stage's chunk", nan_attrs=True))
-        cost = self.ex.expr(o.cost, moment("Step", "a step stage's cost", context=ctx,
-                                           stage=member))
-        if member == fam.base:
-            if o.budget is not None:
-                self._positive(o.budget, ctx + "`budget %s`: an iteration with no token "
-                               "budget schedules nothing", strict=True)
-            self._positive(o.cost, ctx + "`cost %s`: an iteration costs time, above 0",
-                           strict=True)
-            if o.chunk is not None:
-                try:
-                    c = consts.fold(o.chunk, self.scope.lets)
-                except (consts.NotConstant, LinkError):
-                    c = None
-                if c is not None and c < 0:
-                    # 0.1.3 runs it as `chunk 0`
-                    self.scope.warn(ctx + "`chunk %s` is negative, and so no limit, as `chunk 0` "
-                                    "is" % _fmt(c), o.chunk.span,
-                                    help="write `chunk 0` for no limit, or a positive chunk")
-                elif c is not None and c != c:
-                    # 0.1.3 runs a NaN chunk as no limit
-                    self.scope.warn(ctx + "`chunk NaN` is no limit, as `chunk 0` is", o.chunk.span,
-                                    help="write `chunk 0` for no limit, or a positive chunk")
-        granule = None
-        if o.granule is not None:
-            g = _fold(o.granule, self.scope, ctx + "granule")
-            if not g > 0:
-                self.scope.defer(LinkError(ctx + "granule %s: a granule is above 0" % _fmt(g),
-                                o.granule.span))
-            if o.serve == "exclusive":
-                self.scope.defer(LinkError(ctx + "granule with serve exclusive prefill: a prefill the "
-                                "granule refuses would still block every decode, and the "
-                                "engine would stop", o.granule.span))
-            if o.chunk is not None:
-                try:
-                    c = consts.fold(o.chunk, self.scope.lets)
-                except consts.NotConstant:
-                    c = None
-                if c is not None and 0 < c < g:
-                    self.scope.defer(LinkError(ctx + "granule %s with chunk %s: a prompt longer than the "
-                                    "chunk would never get a token" % (_fmt(g), _fmt(c)),
-                                    o.granule.span))
-            granule = ir.Num(g)
-        sm = moment("Serve", "a serve key", context=ctx, stage=member)
-        if o.serve == "exclusive":
-            serve = "ExclusivePrefill"
-            if o.iteration is not None:
-                self.scope.defer(LinkError(ctx + "an `iteration` body cannot go with `serve exclusive "
-                                "prefill`", d.span))
-        else:
-            serve = [self.ex.expr(k, sm) for k in o.serve]
-        memory = None
-        if o.memory is not None:
-            pref = self.ex.ref(o.memory, "p", moment("Const", "`memory`"), family_ok=True)
-            if o.memory.index is not None:
-                memory = pref.base + int(pref.index.value)
-            else:
-                pfam = self._family_of(self.scope.pools, pref.base)
-                memory = self.join_one(fam, pfam, member, ctx + "`memory %s`" % o.memory.name,
-                                       o.memory.span)
-        iteration = None
-        if o.iteration is not None:
-            pm = moment("Plan", "an iteration body", context=ctx, stage=member)
-            iteration = [self.istmt(s, pm, sm, member) for s in o.iteration]
-            if not _serves(o.iteration):
-                self.scope.defer(LinkError(ctx + "an `iteration` body with a path that neither serves nor "
-                                "admits", d.span, help="end every path with `serve` or `admit`"))
-        return ir.Step(budget, cost, chunk, granule, serve, memory, iteration)
-
-    def _const_is(self, e: ast.Expr, value: float) -> bool:
-        try:
-            return consts.fold(e, self.scope.lets) == value
-        except (consts.NotConstant, LinkError):
-            return False
-
-    def _positive(self, e: ast.Expr, msg: str, strict: bool, nan_msg: Optional[str] = None) -> None:
-        """Refuse a constant that is not above 0 (or, with ``strict`` off, below
-        0); ``nan_msg``, if given, says what is wrong with a NaN."""
-        try:
-            v = consts.fold(e, self.scope.lets)
-        except (consts.NotConstant, LinkError):
-            return
-        if v != v and nan_msg is not None:
-            self.scope.defer(LinkError(nan_msg, e.span))
-        elif v != v or v < 0 or (strict and v == 0):
-            self.scope.defer(LinkError(msg % _fmt(v), e.span))
-
-    def istmt(self, s, pm, sm, member):
-        t = type(s)
-        om = moment("Only", "an `only` predicate", context=pm.context, stage=member)
-        if t is ast.IServe:
-            return ir.IServe(None if s.only is None else self.ex.expr(s.only, om),
-                             None if s.by is None else [self.ex.expr(k, sm) for k in s.by])
-        if t is ast.IAdmit:
-            return ir.IAdmit(None if s.only is None else self.ex.expr(s.only, om),
-                             None if s.gate is None else self.ex.expr(s.gate, pm))
-        if t is ast.IBranch:
-            return ir.IBranch(self.ex.expr(s.test, pm),
-                              [self.istmt(x, pm, sm, member) for x in s.then],
-                              [self.istmt(x, pm, sm, member) for x in s.other])
-        reg = self.scope.registers.get(s.register)
-        if reg is None or reg[1] != member:
-            raise LinkError(pm.context + "`set %s` in its iteration: not one of its registers; a "
-                            "body sets a register, not a session attribute" % s.register, s.span,
-                            help="declare it with `state %s = 0;` in the stage" % s.register)
-        return ir.ISet(reg[0], self.ex.expr(s.value, pm))
-
     # ---------------------------------------------------------------- workload
 
     def arrival(self) -> ir.Arrival:
@@ -583,9 +267,9 @@ class Linker:
             return ir.Arrival("None")
         a = wl.arrive
         if a.kind == "poisson":
-            v = _fold(a.arg, self.scope, "`arrive poisson`")
+            v = fold_at(a.arg, self.scope, "`arrive poisson`")
             if not (v > 0 and not math.isinf(v)):
-                raise LinkError("the rate is %s; a rate must be positive and finite" % _fmt(v),
+                raise LinkError("the rate is %s; a rate must be positive and finite" % fmt(v),
                                 a.arg.span)
             return ir.Arrival("Poisson", v)
         if a.kind == "renewal":
@@ -603,14 +287,14 @@ class Linker:
             # `~det(x)` keeps its draw
             if v is not None and not (v > 0 and (det or not math.isinf(v))):
                 self.scope.defer(LinkError("`arrive renewal(%s)`: an interarrival time must be positive"
-                                % _fmt(v), a.arg.span))
+                                % fmt(v), a.arg.span))
             elif v is not None and not det:
                 e = ir.Num(v)
             return ir.Arrival("Renewal", e)
-        v = _fold(a.arg, self.scope, "`arrive %s`" % a.kind)
+        v = fold_at(a.arg, self.scope, "`arrive %s`" % a.kind)
         if not (float(v).is_integer() and 1 <= v <= MAX_COUNT):
             raise LinkError("the %s population is %s: a count is a whole number from 1 to %d"
-                            % ("closed" if a.kind == "closed" else "batch", _fmt(v), MAX_COUNT),
+                            % ("closed" if a.kind == "closed" else "batch", fmt(v), MAX_COUNT),
                             a.arg.span)
         return ir.Arrival("Closed" if a.kind == "closed" else "Batch", int(v))
 
@@ -827,17 +511,6 @@ class Linker:
             out.append(ir.Claim(it.name, "EveryIteration" if it.kind == "every"
                                 else "SomeIteration", e, member, given))
         return out
-
-
-def _serves(body) -> bool:
-    """True when every path through an iteration body serves or admits."""
-    for s in body:
-        t = type(s)
-        if t in (ast.IServe, ast.IAdmit):
-            return True
-        if t is ast.IBranch and _serves(s.then) and _serves(s.other):
-            return True
-    return False
 
 
 def _names(e) -> List[str]:
