@@ -8,8 +8,8 @@ the checks made once the whole program is read; ``parse_program`` is the
 entry point.  The rest of the grammar is in the mixins that make up
 ``Parser``: ``defs.py`` (``use``, ``def``, ``let``), ``declarations.py``
 (pools, stages, ``share``, ``claim``, ``run``), ``expressions.py``,
-``statements.py`` (serving forms lowered to ``run``) and ``queues.py``
-(queue stations and relations, and their entry calls).
+``statements.py`` (serving forms lowered to ``run``), ``queues.py`` (queue
+stations and relations) and ``calls.py`` (entry calls, expanded in place).
 ``def`` uses are expanded at the token level (see ``expand.py`` for the
 helpers) and array sizes are folded.  Every error is a ``SyntaxError_``
 with a span.
@@ -24,6 +24,7 @@ from ..depth import MAX_CHAIN
 from ..errors import SerqWarning, Span, SyntaxError_
 from . import ast
 from ..ir.nodes import BUILTIN_ATTRS
+from .calls import CallsMixin
 from .declarations import DeclarationsMixin
 from .defs import DefsMixin
 from .expand import DefInfo, names_read
@@ -51,11 +52,11 @@ def unit_error(number: Token, word: Token) -> Tuple[str, str]:
                  "counts (tokens, blocks, slots)")
 
 
-class Parser(DefsMixin, DeclarationsMixin, ExpressionsMixin, StatementsMixin, QueueMixin):
+class Parser(DefsMixin, DeclarationsMixin, ExpressionsMixin, StatementsMixin, QueueMixin, CallsMixin):
     """The core: tokens, errors, top-level items, the workload, session and
     server, and the checks after the parse; the grammar of definitions,
-    declarations, expressions, statements and queues lives in the
-    mixins."""
+    declarations, expressions, statements, queues and entry calls lives in
+    the mixins."""
 
 
     def __init__(self, text: str, file: str, defs_override: Optional[Dict[str, str]],
