@@ -272,7 +272,7 @@ def test_labels_in_surface_syntax_wrapped_not_cut():
     ("(a-1)*(b+2)", "(a - 1) * (b + 2)"), ("f(x)[0]", "f(x)[0]")])
 def test_surface_text_is_spaced_as_fmt_spaces_it(text, shown):
     from serq.syntax.lexer import EOF, tokenize
-    from serq.syntax.parser import tokens_text
+    from serq.syntax.declarations import tokens_text
     assert tokens_text([t for t in tokenize(text, "<t>") if t.kind != EOF]) == shown
 
 
