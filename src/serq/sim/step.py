@@ -132,8 +132,8 @@ class Step(Stage):
         # ``self.iteration_end`` made once (not a bound method per iteration)
         self.on_iteration_end = self.iteration_end
         st = self.stats
-        # the step statistics, in the stats (the report reads them there)
-        # and typed here, so that compiled, the loop reaches them natively
+        # the mix averages, in the stats (the report reads them there; close
+        # fills them from this stage's areas, where an iteration adds)
         st.prefill_only = IntervalAverage()
         st.decode_only = IntervalAverage()
         st.mixed = IntervalAverage()
