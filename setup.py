@@ -36,6 +36,7 @@ CORE = [
     "serq/sim/events.py",
     "serq/sim/stages.py",
     "serq/sim/step.py",
+    "serq/sim/step_body.py",
     "serq/sim/step_plan.py",
     "serq/sim/step_reads.py",
     "serq/sim/pools.py",

@@ -9,7 +9,7 @@ its end the tokens are committed.
 """
 import math
 from heapq import heappush
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ..errors import RunError
 from ..report.stats import IntervalAverage, ItlHistogram, Welford
@@ -19,7 +19,8 @@ from .exprs import fmt
 from .holds import try_grow
 from .pools import EPS, Pool, round_up, total_key
 from .stages import Job, Stage
-from .step_plan import INF, Assignment, Plan, StepContext, StepJob
+from .step_body import run_body
+from .step_plan import Assignment, Plan, StepContext, StepJob
 from .step_reads import nan_attrs, reads_attrs, reads_totals
 
 if TYPE_CHECKING:
@@ -302,7 +303,7 @@ class Step(Stage):
         else:
             plan = Plan(self, B, C)
             saved = list(sim.registers)
-            self.run_body(plan, self.body)
+            run_body(self, plan, self.body)
         assigned: Assignment = []
         j: StepJob
         t: float
@@ -424,121 +425,12 @@ class Step(Stage):
             if outcome == "given" and (plan.left <= 0 or (self.exclusive and not job.decode)):
                 break
 
-    def run_body(self, plan: Plan, body: List[Any]) -> None:
-        """An explicit ``iteration { … }``: each statement once, in order."""
-        sim = self.sim
-        for st in body:
-            t = type(st).__name__
-            if t == "IServe":
-                self.body_serve(plan, st)
-            elif t == "IAdmit":
-                self.body_admit(plan, st)
-            elif t == "IBranch":
-                g = self.plan_read(plan, st.test)
-                if g == 1.0:
-                    self.run_body(plan, st.then)
-                elif g == 0.0:
-                    self.run_body(plan, st.other)
-                else:
-                    err = RunError("stage `%s`: an iteration body's test read %s; a test is 1 "
-                                   "or 0" % (self.name, fmt(g)))
-                    err.stage = self
-                    raise err
-            else:
-                v = self.plan_read(plan, st.value)
-                if v != v or v in (INF, -INF):
-                    err = RunError("stage `%s`: `set` of a register to %s; a register is a "
-                                   "finite number" % (self.name, fmt(v)))
-                    err.stage = self
-                    raise err
-                sim.registers[st.register] = v
-
-    def plan_ctx(self, plan: Plan) -> StepContext:
-        ctx = self.ctx
-        ctx.a = None
-        self.totals(ctx, self.residents)
-        ntok = npre = 0.0
-        for j, t in plan.assigned:
-            ntok += t
-            if not j.decode:
-                npre += t
-        ctx.ntok = ntok
-        ctx.npre = npre
-        ctx.admitted = float(plan.admitted)
-        ctx.preempted = float(plan.preempted())
-        return ctx
-
-    def plan_read(self, plan: Plan, f: Any) -> Any:
-        return self.compiled(f)(self.plan_ctx(plan))
-
     def compiled(self, e: Any) -> Callable[[StepContext], Any]:
         f = self.compiled_cache.get(id(e))
         if f is None:
             f = self.compiler.expr(e)
             self.compiled_cache[id(e)] = f
         return f
-
-    def excluded(self, only: Any, job: StepJob) -> bool:
-        """``only (p)`` read for one resident (Serve moment)."""
-        if only is None:
-            return False
-        ctx = self.ctx
-        self.totals(ctx, self.residents)
-        ctx.a = job.session.a
-        ctx.decoding = 1.0 if job.decode else 0.0
-        ctx.admission = float(job.session.admission)
-        ctx.remaining = job.remaining
-        v = self.compiled(only)(ctx)
-        ctx.a = None
-        return v == 0.0
-
-    def body_serve(self, plan: Plan, st: Any) -> None:
-        keys = None if st.by is None else [self.compiled(k) for k in st.by]
-        skipped: Set[StepJob] = set()
-        while plan.left > 0:
-            job = None
-            for j in self.serving_order(keys):
-                if j in plan.served or j in skipped:
-                    continue
-                if self.excluded(st.only, j):
-                    skipped.add(j)
-                    continue
-                job = j
-                break
-            if job is None:
-                return
-            plan.served.add(job)
-            if plan.give(job, False) == "self":
-                return
-
-    def body_admit(self, plan: Plan, st: Any) -> None:
-        sim = self.sim
-        while plan.left > 0 and not plan.refused:
-            if st.gate is not None:
-                g = self.plan_read(plan, st.gate)
-                if g == 0.0:
-                    return
-                if g != 1.0:
-                    err = RunError("stage `%s`: `admit … while (g)` read %s; a test is 1 or 0"
-                                   % (self.name, fmt(g)))
-                    err.stage = self
-                    raise err
-            before = set(j for j in self.residents)
-            self.planning_left = plan.left
-            got = sim.admit_for(self)
-            self.planning_left = None
-            if not got:
-                return
-            plan.admitted += 1
-            for j in list(self.residents):
-                if j in before or j in plan.served:
-                    continue
-                if self.excluded(st.only, j):
-                    continue
-                plan.served.add(j)
-                outcome = plan.give(j, False)
-                if outcome == "self" or plan.refused:
-                    return
 
     def start(self, C: float, attn: Dict[StepJob, float], assigned: Assignment,
               plan: Plan) -> None:
@@ -809,11 +701,11 @@ class Step(Stage):
         if now > lo:
             if pre:
                 if dec:
-                    self.area_mixed += 1.0 * (now - lo)
+                    self.area_mixed += now - lo
                 else:
-                    self.area_prefill_only += 1.0 * (now - lo)
+                    self.area_prefill_only += now - lo
             elif dec:
-                self.area_decode_only += 1.0 * (now - lo)
+                self.area_decode_only += now - lo
             d = self.running_decodes
             if d != 0.0:
                 self.area_decodes += d * (now - lo)

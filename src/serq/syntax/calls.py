@@ -179,7 +179,6 @@ class CallsMixin:
 
     def expand_entry(self, q: QueueInfo, entry: Entry, idx, args: Dict[str, ast.Expr], src_info,
                      call_tok: Token, out: list) -> None:
-        self.entry_uses.append((q, entry))
         lw = _Lower(self, q, entry, idx, args, src_info, call_tok)
         out.extend(lw.stmts(copy.deepcopy(entry.body)))
 

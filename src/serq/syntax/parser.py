@@ -97,7 +97,6 @@ class Parser(DefsMixin, DeclarationsMixin, ExpressionsMixin, StatementsMixin, Qu
         self.deferred: Optional[SyntaxError_] = None
         self.init_queues()
         self.queue_order: List[str] = []
-        self.entry_uses: list = []
 
     # ------------------------------------------------------------ errors
 
@@ -338,8 +337,6 @@ class Parser(DefsMixin, DeclarationsMixin, ExpressionsMixin, StatementsMixin, Qu
                 prog.session = self.client_session
             prog.session_span = self.client_session_tok.span()
         prog.session = self.resolve_calls(prog.session)
-        if self.from_no_lease:
-            raise self.from_no_lease[0]
         hidden = [h for h, _ in prog.workload.hidden] if prog.workload is not None else []
         self.check_entry_reads(hidden)
         self.check_read_bindings(prog)

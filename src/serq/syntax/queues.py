@@ -136,9 +136,6 @@ class QueueMixin:
         self.queue_pools_ahead: Dict[str, Set[str]] = {}
         # `Q[i].p` where a pool or stage is named: (queue, pool, token, notes)
         self.member_refs: List[tuple] = []
-        # `decode … from S` entries of a queue S whose entries lease nothing,
-        # reported after the calls are expanded
-        self.from_no_lease: list = []
         # the entries being expanded by resolve_calls: (queue, verb)
         self.resolving: List[Tuple[str, Optional[str]]] = []
 
