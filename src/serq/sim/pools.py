@@ -223,10 +223,6 @@ class Pool(Recorded):
     evict_keys: Any
     spill: Any
     averages: List[TimeAverage]
-    #: those of ``averages`` whose value is not 0 (``add_nonzero``), and which
-    #: of the six they are, a bit each in their order (``record``)
-    nonzero: List[TimeAverage]
-    nonzero_mask: int
     family: Optional[FamilyCounts]
     fam_at: int
 
@@ -280,8 +276,6 @@ class Pool(Recorded):
         self.sig_holders = 0
         self.sig_reserved = 0.0
         self.sig_blocked = False
-        self.nonzero = []
-        self.nonzero_mask = 0
         self.synced = -1
         self.family = None  # (join_families)
         self.fam_at = 0
@@ -322,6 +316,12 @@ class Pool(Recorded):
                 queued == self.sig_queued and holders == self.sig_holders and \
                 reserved == self.sig_reserved and blocked == self.sig_blocked:
             return
+        self.sig_used = used
+        self.sig_cached = cached
+        self.sig_queued = queued
+        self.sig_holders = holders
+        self.sig_reserved = reserved
+        self.sig_blocked = blocked
         f = self.family
         if f is not None:
             f.holders[self.fam_at] = float(holders)
@@ -336,20 +336,6 @@ class Pool(Recorded):
             else:
                 self.catch_up(ticks, k)
         self.synced = k
-        # (after the catch-up, whose pieces are of the values before: it
-        # replays ``nonzero``, and its mates' catch-up reads it too)
-        self.sig_used = used
-        self.sig_cached = cached
-        self.sig_queued = queued
-        self.sig_holders = holders
-        self.sig_reserved = reserved
-        self.sig_blocked = blocked
-        mask = (1 if used != 0.0 else 0) | (2 if cached != 0.0 else 0) | \
-            (4 if queued != 0 else 0) | (8 if holders != 0 else 0) | \
-            (16 if reserved != 0.0 else 0) | (32 if blocked else 0)
-        if mask != self.nonzero_mask:
-            self.nonzero_mask = mask
-            self.nonzero = [a for i, a in enumerate(self.averages) if mask & (1 << i)]
         st = self.stats
         ad = self.admission
         _piece(st.used, used, now)
@@ -368,14 +354,9 @@ class Pool(Recorded):
         """Add the pieces of the events ``ticks[synced + 1:end]`` (values
         unchanged since the last ``record`` that set them)."""
         lo = self.synced + 1
-        if lo < end and self.nonzero:
-            replay_all(self.nonzero, ticks, self.clock.gaps_to(end), lo, end)
+        if lo < end:
+            replay_all(self.averages, ticks, self.clock.gaps_to(end), lo, end)
         self.synced = end - 1
-
-    def add_nonzero(self, out: List[TimeAverage]) -> None:
-        # (``nonzero`` is kept by ``record``, each value being the one it last
-        # set its average to)
-        out.extend(self.nonzero)
 
     def restart(self, now):
         for a in self.averages:

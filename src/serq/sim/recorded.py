@@ -37,6 +37,10 @@ class Recorded(object):
     #: together (``catch_up_together``); empty where it has none
     #: (``TimeAverages.start_recording``)
     mates: List["Recorded"]
+    #: every time average of ``mates``, in their order (the same list in
+    #: each of them; ``TimeAverages.start_recording``)
+    mates_averages: List[TimeAverage]
+
     def record(self, now: float) -> None:
         """A piece of each time average at the event ending at ``now``
         (or left for later, while its values are unchanged)."""
@@ -44,14 +48,6 @@ class Recorded(object):
 
     def catch_up(self, ticks: vec[float], end: int) -> None:
         """The pieces left for later, through ``ticks[end - 1]``."""
-        raise NotImplementedError
-
-    def add_nonzero(self, out: List[TimeAverage]) -> None:
-        """Append to ``out`` those of its time averages whose value is not
-        0, in the order of ``averages``, judged from the values it last set
-        them from (its own fields), not by reading the averages: a piece of
-        value 0 adds nothing, so a catch-up need not touch them, and at
-        256 replicas each average it touches is a cache miss."""
         raise NotImplementedError
 
     def catch_up_to(self, ticks: vec[float], end: int) -> None:
@@ -70,28 +66,32 @@ def catch_up_together(me: Recorded, ticks: vec[float], end: int) -> None:
     averages in one pass (report/replay.py ``replay_distinct``; averages
     that agree, such as a pool's used and holders, once), whose additions
     are each average's own, in its own order, as in a pass of its own.  The
-    sums do not wait on each other, so a processor adds them side by side.
-    Only the averages whose value is not 0 take part (``add_nonzero``)."""
+    sums do not wait on each other, so a processor adds them side by side."""
     group = me.mates
     lo = me.synced + 1
+    every = True  # (whether each of them has pieces left before ``end``)
     r: Recorded
     for r in group:
         s = r.synced + 1
-        if s < end and s > lo:
+        if s >= end:
+            every = False
+        elif s > lo:
             lo = s
     if end - lo < me.clock.shared_min:
         me.catch_up(ticks, end)
         return
-    pending: List[TimeAverage] = []
+    # (where each of them takes part, the most common case, their averages
+    # listed once at the start; else those of the ones that do)
+    pending: List[TimeAverage] = me.mates_averages if every else []
     for r in group:
         s = r.synced + 1
         if s < end:
             if s < lo:
                 r.catch_up(ticks, lo)
-            r.add_nonzero(pending)
+            if not every:
+                pending.extend(r.averages)
             r.synced = end - 1
-    if pending:
-        replay_distinct(pending, ticks, me.clock.gaps_to(end), lo, end)
+    replay_distinct(pending, ticks, me.clock.gaps_to(end), lo, end)
 
 
 class Touched(object):

@@ -85,11 +85,9 @@ class Stage(Recorded):
     def present(self) -> int:
         raise NotImplementedError
 
-    #: What the stage's time averages were last set from (``present()``
-    #: and the utilisation); ``Recorded.synced`` says up to which tick
-    #: their pieces are added.
+    #: What the stage's time averages were last set from (``present()``);
+    #: ``Recorded.synced`` says up to which tick their pieces are added.
     last_n = 0
-    last_util = 0.0
 
     def record(self, now: float) -> None:
         # The time averages take a piece at every event (see TimeAverage);
@@ -103,6 +101,7 @@ class Stage(Recorded):
         """The number present and the utilisation changed: the pieces left
         for later, then ``TimeAverage.set`` of both averages, inlined (the
         same float operations)."""
+        self.last_n = n
         # the pieces left for later, up to the current event (the last
         # tick, whose piece is added below as the new values are set)
         ticks = self.clock.ticks
@@ -114,10 +113,6 @@ class Stage(Recorded):
             else:
                 self.catch_up(ticks, k)
         self.synced = k
-        # (after the catch-up, whose pieces are of the values before:
-        # ``catch_up`` and ``add_nonzero`` read them)
-        self.last_n = n
-        self.last_util = util
         st = self.stats
         a = st.number
         a.area += a.value * (now - a.last)
@@ -132,17 +127,11 @@ class Stage(Recorded):
         """Add the pieces of the events ``ticks[synced + 1:end]``, where the
         values did not change (the same operations as a ``set`` at each)."""
         lo = self.synced + 1
-        if lo < end and (self.last_n != 0 or self.last_util != 0.0):  # (else both are 0)
+        if lo < end:
             st = self.stats
             gaps = self.clock.gaps_to(end)
             replay_pair(st.number, st.util, ticks, gaps, lo, end)
         self.synced = end - 1
-
-    def add_nonzero(self, out: List[TimeAverage]) -> None:
-        if self.last_n != 0:
-            out.append(self.stats.number)
-        if self.last_util != 0.0:
-            out.append(self.stats.util)
 
     def restart(self, now: float) -> None:
         st = self.stats
@@ -506,6 +495,10 @@ class SharedStage(Stage):
     def present(self) -> int:
         return len(self.flows)
 
+    #: the utilisation its time average was last set to (``last_n`` is
+    #: the number of flows)
+    last_util = 0.0
+
     def load(self) -> float:
         """Its utilisation now: the sum of its flows' rates over its cap."""
         load = 0.0
@@ -521,6 +514,7 @@ class SharedStage(Stage):
         n = len(self.flows)
         util = self.load()
         if n != self.last_n or not util == self.last_util:  # (nan: always set)
+            self.last_util = util
             self.set_values(n, util, now)
 
     def work_left(self, now: float) -> float:

@@ -139,9 +139,14 @@ class TimeAverages(Clock):
         for r in self.catchers:
             r.clock = self
             r.mates = []
+            r.mates_averages = []
         for g in mate_groups(links):
+            flat: List[TimeAverage] = []
+            for r in g:
+                flat.extend(r.averages)
             for r in g:
                 r.mates = g
+                r.mates_averages = flat
         # Every stage and pool records when touched (see settle), a shared
         # stage too (its flows touch it: stages.py ``Flows``); on PyPy every
         # one records at every event.
