@@ -425,13 +425,6 @@ class Step(Stage):
             if outcome == "given" and (plan.left <= 0 or (self.exclusive and not job.decode)):
                 break
 
-    def compiled(self, e: Any) -> Callable[[StepContext], Any]:
-        f = self.compiled_cache.get(id(e))
-        if f is None:
-            f = self.compiler.expr(e)
-            self.compiled_cache[id(e)] = f
-        return f
-
     def start(self, C: float, attn: Dict[StepJob, float], assigned: Assignment,
               plan: Plan) -> None:
         """Steps 6 of the iteration: the cost, the claims, the event.

@@ -3,10 +3,10 @@ its statements read in order at each planning, in place of the default
 plan (step.py ``Step.plan_default``).  ``serve`` gives residents their
 share in the order of its keys, ``admit`` admits waiting holds while its
 gate reads 1, a branch picks one of two bodies, ``set`` writes a register.
-Each expression is compiled once per stage (``Step.compiled``) and read
+Each expression is compiled once per stage (``compiled``) and read
 with the stage's context, its totals and the plan so far filled in.
 """
-from typing import TYPE_CHECKING, Any, List, Set
+from typing import TYPE_CHECKING, Any, Callable, List, Set
 
 from ..errors import RunError
 from .exprs import fmt
@@ -62,8 +62,17 @@ def plan_ctx(step: "Step", plan: Plan) -> StepContext:
     return ctx
 
 
+def compiled(step: "Step", e: Any) -> Callable[[StepContext], Any]:
+    """``e`` compiled for the stage's context, once per stage."""
+    f = step.compiled_cache.get(id(e))
+    if f is None:
+        f = step.compiler.expr(e)
+        step.compiled_cache[id(e)] = f
+    return f
+
+
 def plan_read(step: "Step", plan: Plan, f: Any) -> Any:
-    return step.compiled(f)(plan_ctx(step, plan))
+    return compiled(step, f)(plan_ctx(step, plan))
 
 
 def excluded(step: "Step", only: Any, job: StepJob) -> bool:
@@ -76,13 +85,13 @@ def excluded(step: "Step", only: Any, job: StepJob) -> bool:
     ctx.decoding = 1.0 if job.decode else 0.0
     ctx.admission = float(job.session.admission)
     ctx.remaining = job.remaining
-    v = step.compiled(only)(ctx)
+    v = compiled(step, only)(ctx)
     ctx.a = None
     return v == 0.0
 
 
 def body_serve(step: "Step", plan: Plan, st: Any) -> None:
-    keys = None if st.by is None else [step.compiled(k) for k in st.by]
+    keys = None if st.by is None else [compiled(step, k) for k in st.by]
     skipped: Set[StepJob] = set()
     while plan.left > 0:
         job = None
